@@ -1,0 +1,22 @@
+/**
+ * Every external process goes through an Executor, so that a remote GPU box is a different executor,
+ * not a different code path. Only host/smi.ts and the container layer hold one.
+ */
+export type ExecResult = {
+  readonly exitCode: number
+  readonly stdout: string
+  readonly stderr: string
+  /** true when the process was killed for running past timeoutMs */
+  readonly timedOut: boolean
+}
+
+export type ExecOptions = {
+  timeoutMs?: number
+  env?: Record<string, string | undefined>
+  input?: string
+}
+
+export interface Executor {
+  /** Runs argv[0] with the rest as arguments. Never throws for a non-zero exit; throws ENOENT-style errors for a missing program. */
+  run(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>
+}

@@ -1,0 +1,27 @@
+import type {ExecOptions, ExecResult, Executor} from './executor.js'
+
+/** Runs processes on this machine with execa, loaded on first use so read-only commands start fast. */
+export class LocalExecutor implements Executor {
+  async run(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const {execa} = await import('execa')
+    const [file, ...args] = argv
+    const result = await execa(file, args, {
+      reject: false,
+      timeout: options.timeoutMs,
+      env: options.env,
+      input: options.input,
+      stripFinalNewline: false,
+      // A missing binary must surface as an error, not as exit code 127 from a shell.
+      shell: false,
+    })
+    if (result.failed && result.exitCode === undefined && !result.timedOut) {
+      throw (result as unknown as {cause?: Error}).cause ?? new Error(result.message)
+    }
+    return {
+      exitCode: result.exitCode ?? (result.timedOut ? 124 : 1),
+      stdout: String(result.stdout ?? ''),
+      stderr: String(result.stderr ?? ''),
+      timedOut: Boolean(result.timedOut),
+    }
+  }
+}
