@@ -1,0 +1,55 @@
+// npm run bench: median wall time of the read-only commands (built CLI, as users run it) and how many
+// times each calls nvidia-smi, against the simulator emulating an 8-GPU H200 box. Medians and ratios
+// only: these machines are shared and noisy.
+import {execFileSync, spawnSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, existsSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 21)
+const root = new URL('..', import.meta.url).pathname
+const sim = join(root, 'test/sim/nvidia-smi')
+const dir = mkdtempSync(join(tmpdir(), 'gpu-cosplay-bench-'))
+const state = join(dir, 'sim.json')
+const env = {...process.env, GPU_COSPLAY_SIM_STATE: state, GPU_COSPLAY_NVIDIA_SMI: sim, GPU_COSPLAY_STATE_DIR: join(dir, 'state')}
+execFileSync(sim, ['--sim-init', '--model', 'h200', '--gpus', '8'], {env})
+
+const callLog = `${state}.calls.log`
+const countCalls = () => (existsSync(callLog) ? readFileSync(callLog, 'utf8').split('\n').filter(Boolean).length : 0)
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]
+}
+
+function timeCommand(argv) {
+  for (let i = 0; i < 2; i++) spawnSync(argv[0], argv.slice(1), {env}) // warm the page cache
+  const times = []
+  let calls = 0
+  for (let i = 0; i < RUNS; i++) {
+    const before = countCalls()
+    const start = process.hrtime.bigint()
+    const result = spawnSync(argv[0], argv.slice(1), {env, encoding: 'utf8'})
+    times.push(Number(process.hrtime.bigint() - start) / 1e6)
+    if (result.status !== 0) throw new Error(`${argv.join(' ')} failed: ${result.stderr}`)
+    calls = countCalls() - before
+  }
+  return {medianMs: Math.round(median(times) * 10) / 10, smiCalls: calls}
+}
+
+const cli = [process.execPath, join(root, 'bin/run.js')]
+const rows = [
+  ['node -e 0 (floor)', [process.execPath, '-e', '0']],
+  ['ls', [...cli, 'ls']],
+  ['info 3090', [...cli, 'info', '3090']],
+  ['plan 3090 --on h200', [...cli, 'plan', '3090', '--on', 'h200']],
+  ['plan 3090 --host-gpu 0 (8x H200 sim)', [...cli, 'plan', '3090', '--host-gpu', '0']],
+].map(([name, argv]) => ({name, ...timeCommand(argv)}))
+
+const floor = rows[0].medianMs
+console.log(`gpu-cosplay bench: ${RUNS} runs each, median wall time (node ${process.version}, ${new Date().toISOString()})`)
+for (const r of rows) {
+  console.log(`${r.name.padEnd(40)} ${String(r.medianMs).padStart(7)} ms  x${(r.medianMs / floor).toFixed(2)} of node's floor  nvidia-smi calls: ${r.smiCalls}`)
+}
+console.log(JSON.stringify({runs: RUNS, results: rows}))
+rmSync(dir, {recursive: true, force: true})

@@ -1,0 +1,40 @@
+import {Flags} from '@oclif/core'
+
+import {ARCHS, type Target} from '../catalog/types.js'
+import {BaseCommand} from './support/base-command.js'
+import {currentCatalog} from './support/context.js'
+import {fixed, formatTable} from './support/format-table.js'
+
+export type LsResult = Target[]
+
+export default class Ls extends BaseCommand {
+  static summary = 'List the GPUs this tool can imitate'
+  static description = `Reads the built-in catalog and any files in $XDG_CONFIG_HOME/gpu-cosplay/catalog.d/ (or $GPU_COSPLAY_CATALOG_DIR).
+Throughput is dense (no sparsity); tensor figures are BF16 with FP32 accumulate, "-" where the card has no BF16.
+Touches nothing on the host.`
+  static examples = ['<%= config.bin %> ls', '<%= config.bin %> ls --arch ada', '<%= config.bin %> ls --json | jq ".[].key"']
+  static flags = {
+    arch: Flags.string({description: 'only this architecture', options: [...ARCHS]}),
+  }
+
+  async run(): Promise<LsResult> {
+    const {flags} = await this.parse(Ls)
+    const targets = (await currentCatalog()).targets.filter((t) => !flags.arch || t.arch === flags.arch)
+    if (!this.jsonEnabled()) this.log(renderLs(targets))
+    return [...targets]
+  }
+}
+
+export function renderLs(targets: readonly Target[]): string {
+  const rows = targets.map((t) => [
+    t.key,
+    t.name,
+    t.arch,
+    fixed(t.vramGB, 0),
+    fixed(t.fp32Tflops),
+    fixed(t.bf16Tflops),
+    fixed(t.bandwidthGBs, 0),
+    fixed(t.tdpW, 0),
+  ])
+  return formatTable(['KEY', 'NAME', 'ARCH', 'VRAM GB', 'FP32 TF', 'BF16 TF', 'BW GB/s', 'TDP W'], rows)
+}

@@ -1,0 +1,107 @@
+import {HostError} from '../core/errors.js'
+import {parseMigLgi} from './parse-mig-lgi.js'
+import {parseMigLgip} from './parse-mig-lgip.js'
+import {parseSmiQuery, type SmiQueryGpu} from './parse-smi-query.js'
+import type {Smi} from './smi.js'
+import {isSmiError} from './smi-error.js'
+import type {GpuInstance, HostGpu, HostProbe, MigProfile} from './types.js'
+
+const QUERY_ARGS = ['-q']
+const LGIP_ARGS = ['mig', '-lgip']
+const LGI_ARGS = ['mig', '-lgi']
+
+// Codes after which a MIG listing is left out (null + unavailable) instead of failing the whole probe.
+const DEGRADABLE = new Set(['SMI_PERMISSION', 'SMI_NOT_SUPPORTED'])
+
+/**
+ * Reads the host's GPUs with a fixed number of nvidia-smi calls, whatever the GPU count: `-q` always, and
+ * `mig -lgip` plus `mig -lgi` (which cover every GPU at once) only when some GPU has MIG enabled now.
+ */
+export async function probeHost(smi: Smi): Promise<HostProbe> {
+  const callsBefore = smi.callCount
+  const queryText = await smi.read(QUERY_ARGS)
+  const query = parseSmiQuery(queryText)
+  if (query.gpus.length === 0) {
+    if (query.attachedGpus === 0 || /No devices were found/i.test(queryText)) {
+      throw new HostError('NO_GPU', 'nvidia-smi -q lists no GPU on this host', {
+        fix: ['check that the NVIDIA driver sees the GPU: nvidia-smi -L'],
+      })
+    }
+    throw unparseable('nvidia-smi -q', queryText)
+  }
+
+  const anyMig = query.gpus.some((gpu) => gpu.migMode?.current === 'enabled')
+  let profiles: MigProfile[] | null = null
+  let instances: GpuInstance[] | null = null
+  const degraded: string[] = []
+  if (anyMig) {
+    profiles = await listing(smi, LGIP_ARGS, parseMigLgip, /No MIG-enabled devices found/i, /GPU instance profiles:/)
+    instances = await listing(smi, LGI_ARGS, parseMigLgi, /No GPU instances found/i, /GPU instances:/)
+    if (profiles === null) degraded.push('migProfiles')
+    if (instances === null) degraded.push('gpuInstances')
+  }
+
+  return {
+    driverVersion: query.driverVersion,
+    cudaVersion: query.cudaVersion,
+    gpus: query.gpus.map((gpu) => hostGpuFrom(gpu, profiles, instances, degraded)),
+    smiCalls: smi.callCount - callsBefore,
+  }
+}
+
+function hostGpuFrom(
+  gpu: SmiQueryGpu,
+  profiles: readonly MigProfile[] | null,
+  instances: readonly GpuInstance[] | null,
+  degraded: readonly string[],
+): HostGpu {
+  const isMigOn = gpu.migMode?.current === 'enabled'
+  return {
+    index: gpu.index,
+    // Full -q always prints both; an empty string (listed as unavailable) beats dropping the GPU.
+    name: gpu.name ?? '',
+    uuid: gpu.uuid ?? '',
+    busId: gpu.busId,
+    persistenceMode: gpu.persistenceMode,
+    migMode: gpu.migMode,
+    power: gpu.power,
+    clocks: gpu.clocks,
+    memoryTotalMiB: gpu.memoryTotalMiB,
+    migProfiles: isMigOn && profiles !== null ? profiles.filter((profile) => profile.gpuIndex === gpu.index) : null,
+    gpuInstances: isMigOn && instances !== null ? instances.filter((instance) => instance.gpuIndex === gpu.index) : [],
+    processes: gpu.processes,
+    unavailable: isMigOn ? [...gpu.unavailable, ...degraded] : gpu.unavailable,
+  }
+}
+
+/**
+ * Runs one MIG listing. Its "nothing here" message counts as an empty list even though nvidia-smi exits
+ * non-zero with it; a refusal the probe can live without yields null; text that is neither a table nor
+ * that message is an error, so a changed format never reads as "no instances".
+ */
+async function listing<T>(
+  smi: Smi,
+  args: readonly string[],
+  parse: (text: string) => T[],
+  empty: RegExp,
+  header: RegExp,
+): Promise<T[] | null> {
+  let text: string
+  try {
+    text = await smi.read(args)
+  } catch (error) {
+    if (isSmiError(error) && error.line !== null && empty.test(error.line)) return parse(error.stdout)
+    if (isSmiError(error) && DEGRADABLE.has(error.code)) return null
+    throw error
+  }
+  const rows = parse(text)
+  if (rows.length === 0 && !empty.test(text) && !header.test(text)) throw unparseable(`nvidia-smi ${args.join(' ')}`, text)
+  return rows
+}
+
+function unparseable(command: string, text: string): HostError {
+  const firstLine = text.split(/\r?\n/).find((line) => line.trim() !== '')?.trim() ?? '(no output)'
+  return new HostError('SMI_UNPARSEABLE', `${command} printed something this version cannot read: ${firstLine.slice(0, 120)}`, {
+    fix: ['report the driver version (nvidia-smi --version) and this output; rerun with DEBUG=gpu-cosplay* for details'],
+  })
+}

@@ -1,0 +1,60 @@
+import type {HostModel} from '../catalog/types.js'
+import type {HostGpu} from '../host/types.js'
+import type {PlanHost, ProfileOption} from './types.js'
+
+/** What the planner assumes for `--on MODEL`: an idle GPU of that model, MIG available, every slice free. */
+export function planHostFromModel(model: HostModel): PlanHost {
+  return {
+    name: model.name,
+    index: null,
+    model,
+    profiles: model.mig ? model.mig.profiles.map((p): ProfileOption => ({...p, free: p.maxInstances, total: p.maxInstances})) : null,
+    migUnavailableReason: model.mig ? null : `${model.name} has no MIG`,
+    migEnabled: model.mig !== null,
+    clockRangeMHz: {min: model.clockMinMHz, max: model.clockMaxMHz},
+    powerRangeW: {min: model.powerMinW, max: model.powerMaxW},
+  }
+}
+
+/**
+ * What the planner knows about a probed GPU: its catalog model for the physics, and the live state
+ * (free slices, ranges, MIG mode) from nvidia-smi.
+ */
+export function planHostFromProbe(gpu: HostGpu, model: HostModel): PlanHost {
+  const base = {
+    name: gpu.name,
+    index: gpu.index,
+    model,
+    clockRangeMHz: {min: model.clockMinMHz, max: gpu.clocks.maxGraphicsMHz ?? model.clockMaxMHz},
+    powerRangeW: {min: gpu.power.minW ?? model.powerMinW, max: gpu.power.maxW ?? model.powerMaxW},
+  }
+  const unavailable = (reason: string): PlanHost => ({...base, profiles: null, migUnavailableReason: reason, migEnabled: false})
+
+  if (gpu.migMode === null || model.mig === null) return unavailable(`${gpu.name} has no MIG`)
+  if (gpu.migMode.current === 'enabled') {
+    return {...base, profiles: liveProfiles(gpu, model), migUnavailableReason: null, migEnabled: true}
+  }
+  if (gpu.migMode.pending === 'enabled') return unavailable('MIG mode is pending a GPU reset')
+  if (gpu.processes.length > 0) {
+    return unavailable(`MIG mode is off and ${gpu.processes.length} process(es) use the GPU, so it cannot be turned on`)
+  }
+  return {...planHostFromModel(model), ...base, migEnabled: false}
+}
+
+function liveProfiles(gpu: HostGpu, model: HostModel): ProfileOption[] {
+  const specs = model.mig?.profiles ?? []
+  const sliceGiB = model.memoryGiB / (model.mig?.memorySlices ?? 1)
+  return (gpu.migProfiles ?? []).map((live) => {
+    const spec = specs.find((s) => s.id === live.id) ?? specs.find((s) => s.name === live.name)
+    return {
+      name: live.name,
+      id: live.id,
+      smCount: live.smCount,
+      memoryGiB: live.memoryGiB,
+      // -lgip does not print memory slices; a profile missing from the catalog is sized by its memory.
+      memorySlices: spec?.memorySlices ?? Math.max(1, Math.ceil(live.memoryGiB / sliceGiB - 0.05)),
+      free: live.free,
+      total: live.total,
+    }
+  })
+}

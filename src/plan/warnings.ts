@@ -1,0 +1,85 @@
+import type {Target} from '../catalog/types.js'
+import type {Plan, PlanConstraints, PlanHost} from './types.js'
+
+/** Beyond this the plan says an axis does not match. */
+const TOLERANCE_PCT = 10
+
+function pct(value: number): string {
+  return `${value > 0 ? '+' : ''}${value.toFixed(0)}%`
+}
+
+function fp32Reason(objective: Plan['objective'], fp32Pct: number): string {
+  if (objective !== 'fp32') return `; matching ${objective} costs it (--match fp32 puts FP32 first)`
+  return fp32Pct < 0 ? '; no free slice that holds the VRAM reaches it at this GPU\'s clocks' : '; even the lowest clock is too fast'
+}
+
+/** One honest sentence, with the numbers, for every axis the plan cannot match. */
+export function explainPlan(
+  target: Target,
+  host: PlanHost,
+  plan: Omit<Plan, 'warnings'>,
+  tooBigForAnySlice: boolean,
+  constraints: PlanConstraints,
+): string[] {
+  const warnings: string[] = []
+  const {expected, errors} = plan
+
+  if (host.profiles === null) {
+    const reason = host.migUnavailableReason ?? 'this GPU has no MIG'
+    warnings.push(
+      `MIG is not available (${reason}): the whole GPU (${plan.smCount} SMs) is used, with a clock lock, a power cap and a ${plan.vramCapGB} GiB VRAM cap`,
+    )
+  }
+
+  if (tooBigForAnySlice) {
+    warnings.push(
+      `VRAM: the target has ${target.vramGB} GB but the largest slice holds ${expected.vramGB} GiB; the cap is ${expected.vramGB} GiB`,
+    )
+  }
+
+  if (Math.abs(errors.fp32Pct) > TOLERANCE_PCT) {
+    warnings.push(
+      `FP32: ${expected.fp32Tflops} TFLOPS expected vs ${target.fp32Tflops} on the target (${pct(errors.fp32Pct)})` +
+        fp32Reason(plan.objective, errors.fp32Pct),
+    )
+  }
+
+  if (target.bf16Tflops === null) {
+    warnings.push(
+      `BF16: the target (${target.arch}) has no BF16; bf16 code runs here but would fail on a real ${target.name}. The costume reports is_bf16_supported() = False`,
+    )
+  } else if (errors.bf16Pct !== null && errors.bf16Pct > TOLERANCE_PCT) {
+    warnings.push(
+      `BF16 tensor: ${expected.bf16Tflops} TFLOPS expected vs ${target.bf16Tflops} on the target (${pct(errors.bf16Pct)}): ` +
+        `${host.model.arch} tensor cores do ${host.model.bf16FlopsPerSmClk / host.model.fp32FlopsPerSmClk}x the FP32 rate per SM; --match bf16 trades FP32 for it`,
+    )
+  } else if (errors.bf16Pct !== null && errors.bf16Pct < -TOLERANCE_PCT) {
+    warnings.push(`BF16 tensor: ${expected.bf16Tflops} TFLOPS expected vs ${target.bf16Tflops} on the target (${pct(errors.bf16Pct)})`)
+  }
+
+  if (Math.abs(errors.bandwidthPct) > TOLERANCE_PCT) {
+    const why = plan.mig
+      ? `a ${plan.mig.profile} slice owns ${plan.mig.memorySlices}/${host.model.mig?.memorySlices} of the memory system`
+      : 'the whole GPU\'s memory system is used'
+    warnings.push(
+      `Bandwidth: ${expected.bandwidthGBs} GB/s expected vs ${target.bandwidthGBs} on the target (${pct(errors.bandwidthPct)}): ${why}; the clock lock does not change it`,
+    )
+  }
+
+  if (constraints.clockMHz !== undefined) {
+    const held = constraints.clockMHz === null ? 'unlocked' : `locked at ${constraints.clockMHz} MHz`
+    warnings.push(`Clocks: another session on this GPU holds them ${held}; this plan shares that setting (figures above use it)`)
+  }
+  if (constraints.powerLimitW !== undefined && constraints.powerLimitW !== null && constraints.powerLimitW !== target.tdpW) {
+    warnings.push(`Power: another session on this GPU holds the limit at ${constraints.powerLimitW} W; this plan shares it`)
+  } else if (plan.powerLimitW !== target.tdpW) {
+    warnings.push(
+      `Power: the target's ${target.tdpW} W is outside this GPU's ${host.powerRangeW.min}-${host.powerRangeW.max} W range; the cap is ${plan.powerLimitW} W`,
+    )
+  }
+
+  if (plan.needsMigEnable) {
+    warnings.push('MIG mode is off on this GPU: `up` turns it on, which needs the GPU idle (no processes)')
+  }
+  return warnings
+}

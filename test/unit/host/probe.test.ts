@@ -1,0 +1,160 @@
+import {readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import type {ExecResult, Executor} from '../../../src/core/executor.js'
+import {isCosplayError} from '../../../src/core/errors.js'
+import {probeHost} from '../../../src/host/probe.js'
+import {Smi} from '../../../src/host/smi.js'
+
+const fixture = (name: string) => readFileSync(join('test/fixtures/nvidia-smi', name), 'utf8')
+
+type Answer = {stdout?: string; stderr?: string; exitCode?: number}
+
+/** Answers by argv (without the binary) and counts calls; an unscripted argv fails the test. */
+class FixtureExecutor implements Executor {
+  readonly seen: string[] = []
+  constructor(private readonly answers: Record<string, Answer>) {}
+  async run(argv: readonly string[]): Promise<ExecResult> {
+    const key = argv.slice(1).join(' ')
+    this.seen.push(key)
+    const answer = this.answers[key]
+    if (answer === undefined) throw new Error(`unscripted nvidia-smi call: ${key}`)
+    return {exitCode: 0, stdout: '', stderr: '', timedOut: false, ...answer}
+  }
+}
+
+/** No MIG-enabled -q capture exists, so MIG is switched on in a real one: only "MIG Mode / Current" of the chosen GPUs changes. */
+function withMigEnabled(text: string, gpuIndices: readonly number[]): string {
+  let gpu = -1
+  let inMigMode = false
+  return text
+    .split('\n')
+    .map((line) => {
+      if (/^GPU [0-9A-F]{8}:/.test(line)) gpu += 1
+      if (/^ {4}MIG Mode\s*$/.test(line)) {
+        inMigMode = true
+        return line
+      }
+      if (inMigMode && /^ {8}Current\s+: Disabled$/.test(line)) {
+        inMigMode = false
+        return gpuIndices.includes(gpu) ? line.replace('Disabled', 'Enabled') : line
+      }
+      return line
+    })
+    .join('\n')
+}
+
+/** The H100 -lgip capture is one GPU's; a copy relabelled as GPU 3 stands in for a second MIG GPU. */
+function lgipFor(gpuIndices: readonly number[]): string {
+  const one = fixture('h100-sxm-80gb__mig-lgip.txt')
+  return gpuIndices.map((index) => one.replace(/^\|   0  MIG/gm, `|   ${index}  MIG`)).join('')
+}
+
+const smiFor = (executor: Executor) => new Smi(executor, {path: 'nvidia-smi', sudo: false})
+
+describe('probeHost', () => {
+  test.each([
+    {file: 'h200-sxm-141gb__nvidia-smi-a.txt', gpus: 1},
+    {file: 'h100-sxm-80gb-x8__nvidia-smi-a.txt', gpus: 8},
+    {file: 'rtx4090-x8__nvidia-smi-a.txt', gpus: 8},
+  ])('MIG off on every GPU of $file: one call', async ({file, gpus}) => {
+    const executor = new FixtureExecutor({'-q': {stdout: fixture(file)}})
+    const probe = await probeHost(smiFor(executor))
+    expect(executor.seen).toEqual(['-q'])
+    expect(probe.smiCalls).toBe(1)
+    expect(probe.gpus).toHaveLength(gpus)
+    expect(probe.gpus.every((gpu) => gpu.migProfiles === null && gpu.gpuInstances.length === 0)).toBe(true)
+  })
+
+  test('H200 with MIG off: the model holds what -q printed', async () => {
+    const probe = await probeHost(smiFor(new FixtureExecutor({'-q': {stdout: fixture('h200-sxm-141gb__nvidia-smi-a.txt')}})))
+    expect(probe.driverVersion).toBe('550.90.12')
+    expect(probe.cudaVersion).toBe('12.4')
+    expect(probe.gpus[0]).toEqual({
+      index: 0,
+      name: 'NVIDIA H200',
+      uuid: 'GPU-cb3dfa52-e2f3-9ca4-a399-7d16041c3732',
+      busId: '00000000:03:00.0',
+      persistenceMode: true,
+      migMode: {current: 'disabled', pending: 'disabled'},
+      power: {currentW: 700, requestedW: 700, defaultW: 700, minW: 200, maxW: 700},
+      clocks: {maxGraphicsMHz: 1980, currentGraphicsMHz: 345},
+      memoryTotalMiB: 143771,
+      migProfiles: null,
+      gpuInstances: [],
+      processes: [],
+      unavailable: [],
+    })
+  })
+
+  test('one GPU with MIG on: three calls, and "No GPU instances found" is an empty list', async () => {
+    const executor = new FixtureExecutor({
+      '-q': {stdout: withMigEnabled(fixture('h200-sxm-141gb__nvidia-smi-a.txt'), [0])},
+      'mig -lgip': {stdout: fixture('h200-sxm-141gb__mig-lgip-wide-81col-excerpt-from-unit-test.txt')},
+      // nvidia-smi exits non-zero here although nothing is wrong.
+      'mig -lgi': {stdout: fixture('a30__mig-lgi-no-gpu-instances-found.txt'), exitCode: 6},
+    })
+    const probe = await probeHost(smiFor(executor))
+    expect(executor.seen).toEqual(['-q', 'mig -lgip', 'mig -lgi'])
+    expect(probe.smiCalls).toBe(3)
+    const [gpu] = probe.gpus
+    expect(gpu.migMode).toEqual({current: 'enabled', pending: 'disabled'})
+    expect(gpu.migProfiles?.map((profile) => profile.name)).toEqual(['1g.18gb', '1g.18gb+me', '2g.35gb', '7g.141gb'])
+    expect(gpu.gpuInstances).toEqual([])
+    expect(gpu.unavailable).toEqual([])
+  })
+
+  test('eight GPUs, MIG on two of them: still three calls, listings split by GPU index', async () => {
+    const executor = new FixtureExecutor({
+      '-q': {stdout: withMigEnabled(fixture('h100-sxm-80gb-x8__nvidia-smi-a.txt'), [0, 3])},
+      'mig -lgip': {stdout: lgipFor([0, 3])},
+      'mig -lgi': {stdout: fixture('h100-sxm-80gb__mig-lgi-7x1g10gb.txt')},
+    })
+    const probe = await probeHost(smiFor(executor))
+    expect(executor.seen).toEqual(['-q', 'mig -lgip', 'mig -lgi'])
+    expect(probe.smiCalls).toBe(3)
+    expect(probe.gpus.map((gpu) => gpu.migMode?.current)).toEqual(['enabled', 'disabled', 'disabled', 'enabled', 'disabled', 'disabled', 'disabled', 'disabled'])
+    expect(probe.gpus[0].migProfiles).toHaveLength(7)
+    expect(probe.gpus[3].migProfiles?.find((profile) => profile.name === '3g.40gb')).toEqual({
+      gpuIndex: 3, name: '3g.40gb', id: 9, free: 2, total: 2, memoryGiB: 39.5, smCount: 60,
+    })
+    expect(probe.gpus[1].migProfiles).toBeNull()
+    expect(probe.gpus[0].gpuInstances.map((instance) => instance.id)).toEqual([7, 8, 9, 10, 11, 12, 13])
+    expect(probe.gpus[3].gpuInstances).toEqual([])
+  })
+
+  test('a refused MIG listing degrades to unavailable on the MIG GPUs only', async () => {
+    const executor = new FixtureExecutor({
+      '-q': {stdout: withMigEnabled(fixture('h100-sxm-80gb-x8__nvidia-smi-a.txt'), [0])},
+      'mig -lgip': {stdout: lgipFor([0])},
+      'mig -lgi': {stdout: 'Unable to list GPU instances: Insufficient Permissions\n', exitCode: 4},
+    })
+    const probe = await probeHost(smiFor(executor))
+    expect(probe.smiCalls).toBe(3)
+    expect(probe.gpus[0].gpuInstances).toEqual([])
+    expect(probe.gpus[0].unavailable).toEqual(['gpuInstances'])
+    expect(probe.gpus[1].unavailable).toEqual([])
+  })
+
+  test('garbage from -q is SMI_UNPARSEABLE naming the command', async () => {
+    const probe = probeHost(smiFor(new FixtureExecutor({'-q': {stdout: '<html>proxy error</html>\n'}})))
+    await expect(probe).rejects.toMatchObject({code: 'SMI_UNPARSEABLE', exit: 3})
+    await expect(probe).rejects.toThrow(/nvidia-smi -q/)
+  })
+
+  test('garbage from -lgip is SMI_UNPARSEABLE rather than "no profiles"', async () => {
+    const executor = new FixtureExecutor({
+      '-q': {stdout: withMigEnabled(fixture('h200-sxm-141gb__nvidia-smi-a.txt'), [0])},
+      'mig -lgip': {stdout: 'Profile list moved to --format=json\n'},
+      'mig -lgi': {stdout: ''},
+    })
+    await expect(probeHost(smiFor(executor))).rejects.toMatchObject({code: 'SMI_UNPARSEABLE', message: expect.stringContaining('nvidia-smi mig -lgip')})
+  })
+
+  test.each([
+    {what: 'No devices were found (non-zero exit)', answer: {stdout: fixture('t4__nvidia-smi-i-1-no-devices-found.txt'), exitCode: 6}},
+    {what: 'Attached GPUs : 0', answer: {stdout: '==============NVSMI LOG==============\n\nDriver Version : 550.90.12\nAttached GPUs : 0\n'}},
+  ])('no GPU ($what) is NO_GPU', async ({answer}) => {
+    const error = await probeHost(smiFor(new FixtureExecutor({'-q': answer}))).catch((caught: unknown) => caught)
+    expect(isCosplayError(error) && [error.code, error.exit]).toEqual(['NO_GPU', 3])
+  })
+})
