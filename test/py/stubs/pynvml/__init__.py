@@ -1,0 +1,81 @@
+"""Stand-in pynvml (nvidia-ml-py style), for the gpu-cosplay hook tests."""
+import ctypes
+import os
+
+nvmlMemory_v2 = 0x02000028
+_inited = False
+
+
+class NVMLError(Exception):
+    pass
+
+
+class c_nvmlMemory_t(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
+class c_nvmlMemory_v2_t(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("total", ctypes.c_ulonglong), ("reserved", ctypes.c_ulonglong),
+                ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
+MIB = 1024 * 1024
+PHYS = 143771 * MIB
+
+
+def nvmlInit():
+    global _inited
+    _inited = True
+
+
+def nvmlShutdown():
+    pass
+
+
+def _check():
+    if not _inited:
+        raise NVMLError("Uninitialized")
+
+
+def nvmlDeviceGetHandleByIndex(i):
+    _check()
+    return ("handle", i)
+
+
+def nvmlDeviceGetName(handle):
+    _check()
+    name = "NVIDIA H200"
+    return name.encode() if os.environ.get("STUB_PYNVML_BYTES") == "1" else name
+
+
+def nvmlDeviceGetMemoryInfo(handle, version=None):
+    _check()
+    if version == nvmlMemory_v2:
+        m = c_nvmlMemory_v2_t()
+        m.version = version
+        m.total = PHYS
+        m.reserved = 700 * MIB
+        m.used = 30000 * MIB
+        m.free = PHYS - m.reserved - m.used
+        return m
+    m = c_nvmlMemory_t()
+    m.total = PHYS
+    m.used = 30700 * MIB
+    m.free = PHYS - m.used
+    return m
+
+
+def nvmlDeviceGetPowerManagementLimit(handle):
+    return 700000
+
+
+def nvmlDeviceGetPowerManagementDefaultLimit(handle):
+    return 700000
+
+
+def nvmlDeviceGetEnforcedPowerLimit(handle):
+    return 700000
+
+
+def nvmlDeviceGetPowerManagementLimitConstraints(handle):
+    return [200000, 700000]
