@@ -1,0 +1,434 @@
+/**
+ * The one funnel to the Docker engine: nothing else imports dockerode. Callers load this module with
+ * `await import()` (dockerode is heavy), and nothing here does work at module top.
+ */
+import {readdir} from 'node:fs/promises'
+import {join} from 'node:path'
+import {PassThrough, type Readable, type Writable} from 'node:stream'
+import createDebug from 'debug'
+import Docker from 'dockerode'
+import {ContainerError} from '../core/errors.js'
+import {DEBUG_NS, LABELS} from '../core/names.js'
+
+const debug = createDebug(DEBUG_NS.container)
+
+/** One event of a build's progress stream, as the engine sends it. */
+export type BuildEvent = {
+  readonly stream?: string
+  readonly status?: string
+  readonly id?: string
+  readonly progress?: string
+  readonly error?: string
+  readonly errorDetail?: {message?: string; code?: number}
+  readonly aux?: {ID?: string}
+}
+
+export type BuildOptions = {
+  /** folder the context is taken from; its .dockerignore is honoured */
+  contextDir: string
+  /** entries of contextDir to send, e.g. ['docker', 'runtime-hooks'] */
+  src: readonly string[]
+  /** Dockerfile path inside the context */
+  dockerfile: string
+  tag: string
+  buildArgs?: Readonly<Record<string, string>>
+  labels?: Readonly<Record<string, string>>
+  noCache?: boolean
+  onProgress?: (event: BuildEvent) => void
+}
+
+export type BuildResult = {readonly imageId: string | null; readonly tag: string}
+
+export type ImageInfo = {
+  readonly id: string
+  readonly tags: readonly string[]
+  readonly sizeBytes: number
+  readonly labels: Readonly<Record<string, string>>
+  /** carries io.gpu-cosplay.image=1 */
+  readonly isCosplayImage: boolean
+  readonly cosplayVersion: string | null
+  /** a guess from labels and config (no probe container): cosplay images, EXPOSE 22, or an sshd entrypoint/cmd */
+  readonly hasSshd: boolean
+  readonly entrypoint: readonly string[] | null
+  readonly cmd: readonly string[] | null
+  readonly env: Readonly<Record<string, string>>
+}
+
+export type ContainerSpec = {
+  name: string
+  image: string
+  labels: Readonly<Record<string, string>>
+  env: Readonly<Record<string, string>>
+  /** MIG or GPU UUIDs for the nvidia DeviceRequest; null for no GPU */
+  deviceIds: readonly string[] | null
+  /** host port for sshd; 0 or undefined lets Docker choose. null publishes nothing. */
+  sshPort?: number | null
+  /** default 127.0.0.1 */
+  sshBindAddress?: string
+  /** 'host:container[:ro]' */
+  binds?: readonly string[]
+  shmSizeBytes?: number
+  entrypoint?: readonly string[]
+  cmd?: readonly string[]
+  /** docker --init (tini from the engine), for images without their own */
+  init?: boolean
+}
+
+export type StartedContainer = {
+  readonly id: string
+  readonly name: string
+  /** the host port sshd is published on, or null */
+  readonly sshPort: number | null
+  readonly sshBindAddress: string | null
+}
+
+export type ContainerSummary = {
+  readonly id: string
+  readonly name: string
+  readonly image: string
+  /** running, exited, created, ... */
+  readonly state: string
+  readonly status: string
+  readonly labels: Readonly<Record<string, string>>
+  readonly sshPort: number | null
+}
+
+export type DockerExecOptions = {
+  tty?: boolean
+  /** input for the command; its end closes the command's stdin */
+  stdin?: Readable
+  user?: string
+  workingDir?: string
+  env?: Readonly<Record<string, string>>
+  /** where output goes; without them it is collected into the result */
+  stdout?: Writable
+  stderr?: Writable
+  /** initial tty size */
+  size?: {rows: number; cols: number}
+  /** called once the command runs, with a handle to resize its tty */
+  onStart?: (control: {resize(rows: number, cols: number): Promise<void>}) => void
+}
+
+export type DockerExecResult = {readonly exitCode: number; readonly stdout: string; readonly stderr: string}
+
+export type RemoveResult = 'removed' | 'absent'
+
+type EngineError = Error & {statusCode?: number; code?: string; json?: {message?: string}}
+
+function engineMessage(error: unknown): string {
+  const e = error as EngineError
+  return (e?.json?.message ?? e?.message ?? String(error)).split('\n')[0].trim()
+}
+
+function isUnreachable(error: unknown): boolean {
+  const code = (error as EngineError)?.code
+  return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'EACCES' || code === 'ETIMEDOUT' || code === 'EHOSTUNREACH'
+}
+
+function unreachable(error: unknown): ContainerError {
+  const code = (error as EngineError)?.code
+  const fix =
+    code === 'EACCES'
+      ? ['add yourself to the docker group (then log in again): sudo usermod -aG docker $USER']
+      : ['start the Docker daemon (sudo systemctl start docker)', 'or point DOCKER_HOST at a running engine']
+  return new ContainerError('DOCKER_UNREACHABLE', `cannot reach the Docker engine (${engineMessage(error)})`, {fix, cause: error})
+}
+
+export class DockerRuntime {
+  private readonly docker: Docker
+
+  /** Uses DOCKER_HOST & co. like the docker CLI, unless given options or a client. */
+  constructor(options: {docker?: Docker; dockerOptions?: Docker.DockerOptions} = {}) {
+    this.docker = options.docker ?? new Docker(options.dockerOptions)
+  }
+
+  /** Throws ContainerError DOCKER_UNREACHABLE when no engine answers. */
+  async ping(): Promise<void> {
+    try {
+      await this.docker.ping()
+    } catch (error) {
+      debug('ping failed: %O', error)
+      throw unreachable(error)
+    }
+  }
+
+  /**
+   * Builds an image, streaming the engine's events to onProgress. dockerode resolves even when the build
+   * fails, so the error events are checked here; forcerm removes the intermediate containers either way.
+   */
+  async buildImage(options: BuildOptions): Promise<BuildResult> {
+    let stream: NodeJS.ReadableStream
+    try {
+      // dockerode hands tar-fs an ignore function that sees absolute paths, so with a .dockerignore in the
+      // context every folder is sent empty: send the files themselves.
+      const files = await listFiles(options.contextDir, options.src)
+      stream = await this.docker.buildImage(
+        {context: options.contextDir, src: files},
+        {
+          t: options.tag,
+          dockerfile: options.dockerfile,
+          buildargs: {...options.buildArgs},
+          labels: {...options.labels},
+          nocache: options.noCache ?? false,
+          forcerm: true,
+          rm: true,
+        },
+      )
+    } catch (error) {
+      throw this.wrap(error, 'IMAGE_BUILD_FAILED', `cannot start building ${options.tag}`)
+    }
+    let imageId: string | null = null
+    let failure: string | null = null
+    const output: BuildEvent[] = await new Promise((resolve, reject) => {
+      this.docker.modem.followProgress(
+        stream,
+        (error: Error | null, events: BuildEvent[]) => (error ? reject(error) : resolve(events)),
+        (event: BuildEvent) => {
+          if (event.aux?.ID) imageId = event.aux.ID
+          if (event.error || event.errorDetail) failure ??= event.errorDetail?.message ?? event.error ?? 'unknown error'
+          options.onProgress?.(event)
+        },
+      )
+    }).catch((error) => {
+      throw this.wrap(error, 'IMAGE_BUILD_FAILED', `building ${options.tag} failed`)
+    }) as BuildEvent[]
+    // belt and braces: some engines only put the error in the final output
+    for (const event of output) if (event.error || event.errorDetail) failure ??= event.errorDetail?.message ?? event.error ?? null
+    if (failure) {
+      debug('build of %s failed: %s', options.tag, failure)
+      throw new ContainerError('IMAGE_BUILD_FAILED', `building ${options.tag} failed: ${failure.trim().split('\n')[0]}`, {
+        fix: ['rerun with --no-cache if a cached layer is stale', 'check that the base image exists locally: docker image ls'],
+      })
+    }
+    return {imageId, tag: options.tag}
+  }
+
+  /** null when the image is not there. */
+  async inspectImage(ref: string): Promise<ImageInfo | null> {
+    let info: Docker.ImageInspectInfo
+    try {
+      info = await this.docker.getImage(ref).inspect()
+    } catch (error) {
+      if ((error as EngineError)?.statusCode === 404) return null
+      throw this.wrap(error, 'IMAGE_INSPECT_FAILED', `cannot inspect image ${ref}`)
+    }
+    const config = info.Config ?? ({} as Docker.ImageInspectInfo['Config'])
+    const labels: Record<string, string> = {...(config.Labels ?? {})}
+    const isCosplayImage = labels[LABELS.image] === '1'
+    const entrypoint = toArgv(config.Entrypoint)
+    const cmd = toArgv(config.Cmd)
+    const exposesSsh = Object.keys(config.ExposedPorts ?? {}).includes('22/tcp')
+    const mentionsSshd = [...(entrypoint ?? []), ...(cmd ?? [])].some((word) => /(^|\/)sshd\b/.test(word))
+    const env: Record<string, string> = {}
+    for (const item of config.Env ?? []) {
+      const at = item.indexOf('=')
+      if (at > 0) env[item.slice(0, at)] = item.slice(at + 1)
+    }
+    return {
+      id: info.Id,
+      tags: info.RepoTags ?? [],
+      sizeBytes: info.Size,
+      labels,
+      isCosplayImage,
+      cosplayVersion: labels[LABELS.version] ?? null,
+      hasSshd: isCosplayImage || exposesSsh || mentionsSshd,
+      entrypoint,
+      cmd,
+      env,
+    }
+  }
+
+  /**
+   * Creates and starts a container. If start() fails, the container just created is removed before the
+   * error leaves, so a failed call leaves nothing behind.
+   */
+  async createAndStart(spec: ContainerSpec): Promise<StartedContainer> {
+    const env: Record<string, string> = {...spec.env}
+    // A device request sets NVIDIA_VISIBLE_DEVICES for PID 1 only; in Config.Env `docker exec` sees it too.
+    if (spec.deviceIds && spec.deviceIds.length > 0 && env.NVIDIA_VISIBLE_DEVICES === undefined) {
+      env.NVIDIA_VISIBLE_DEVICES = spec.deviceIds.join(',')
+    }
+    const publish = spec.sshPort !== null
+    const bindAddress = spec.sshBindAddress ?? '127.0.0.1'
+    const options: Docker.ContainerCreateOptions = {
+      name: spec.name,
+      Image: spec.image,
+      Labels: {...spec.labels},
+      Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
+      ...(spec.entrypoint ? {Entrypoint: [...spec.entrypoint]} : {}),
+      ...(spec.cmd ? {Cmd: [...spec.cmd]} : {}),
+      ...(publish ? {ExposedPorts: {'22/tcp': {}}} : {}),
+      HostConfig: {
+        ...(publish ? {PortBindings: {'22/tcp': [{HostIp: bindAddress, HostPort: spec.sshPort ? String(spec.sshPort) : ''}]}} : {}),
+        Binds: [...(spec.binds ?? [])],
+        ...(spec.shmSizeBytes ? {ShmSize: spec.shmSizeBytes} : {}),
+        ...(spec.init ? {Init: true} : {}),
+        // No Count together with DeviceIDs: the engine accepts it at create and fails at start.
+        ...(spec.deviceIds && spec.deviceIds.length > 0
+          ? {DeviceRequests: [{Driver: 'nvidia', DeviceIDs: [...spec.deviceIds], Capabilities: [['gpu', 'compute', 'utility']]}]}
+          : {}),
+      },
+    }
+    let container: Docker.Container
+    try {
+      container = await this.docker.createContainer(options)
+    } catch (error) {
+      const code = (error as EngineError)?.statusCode === 409 ? 'CONTAINER_NAME_IN_USE' : 'CONTAINER_CREATE_FAILED'
+      throw this.wrap(error, code, `cannot create container ${spec.name}`)
+    }
+    try {
+      await container.start()
+    } catch (error) {
+      await this.remove(container.id, {force: true}).catch((removeError) => debug('cleanup of %s failed: %O', container.id, removeError))
+      const message = engineMessage(error)
+      const fix = /nvidia|device driver/i.test(message)
+        ? ['the engine has no nvidia device driver: install nvidia-container-toolkit and restart dockerd']
+        : []
+      throw new ContainerError('CONTAINER_START_FAILED', `cannot start container ${spec.name}: ${message}`, {fix, cause: error})
+    }
+    let sshPort: number | null = null
+    if (publish) {
+      const info = await container.inspect()
+      const binding = info.NetworkSettings?.Ports?.['22/tcp']?.[0]
+      sshPort = binding?.HostPort ? Number(binding.HostPort) : null
+    }
+    debug('started %s (%s) ssh %s:%s', spec.name, container.id, bindAddress, sshPort)
+    return {id: container.id, name: spec.name, sshPort, sshBindAddress: publish ? bindAddress : null}
+  }
+
+  /** Runs a command in a running container; the exit code comes from exec.inspect(). */
+  async exec(containerId: string, cmd: readonly string[], options: DockerExecOptions = {}): Promise<DockerExecResult> {
+    const tty = options.tty ?? false
+    const container = this.docker.getContainer(containerId)
+    let exec: Docker.Exec
+    let stream: NodeJS.ReadWriteStream
+    try {
+      exec = await container.exec({
+        Cmd: [...cmd],
+        AttachStdin: Boolean(options.stdin),
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: tty,
+        ...(options.user ? {User: options.user} : {}),
+        ...(options.workingDir ? {WorkingDir: options.workingDir} : {}),
+        ...(options.env ? {Env: Object.entries(options.env).map(([k, v]) => `${k}=${v}`)} : {}),
+      })
+      stream = (await exec.start({hijack: true, stdin: Boolean(options.stdin), Tty: tty})) as NodeJS.ReadWriteStream
+    } catch (error) {
+      const code = (error as EngineError)?.statusCode === 404 ? 'CONTAINER_NOT_FOUND' : 'CONTAINER_EXEC_FAILED'
+      throw this.wrap(error, code, `cannot run ${cmd[0]} in container ${containerId.slice(0, 12)}`)
+    }
+    const collected = {stdout: [] as Buffer[], stderr: [] as Buffer[]}
+    const out = options.stdout ?? collector(collected.stdout)
+    const err = options.stderr ?? collector(collected.stderr)
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve)
+      stream.on('close', resolve)
+      stream.on('error', reject)
+    })
+    if (tty) stream.on('data', (chunk: Buffer) => out.write(chunk))
+    else this.docker.modem.demuxStream(stream, out, err)
+    if (options.stdin) {
+      options.stdin.pipe(stream as unknown as Writable)
+    }
+    const resize = async (rows: number, cols: number) => {
+      if (tty) await exec.resize({h: rows, w: cols}).catch((error: unknown) => debug('resize failed: %O', error))
+    }
+    if (options.size) await resize(options.size.rows, options.size.cols)
+    options.onStart?.({resize})
+    await ended
+    if (options.stdin) options.stdin.unpipe(stream as unknown as Writable)
+    let exitCode: number | null = null
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const info = await exec.inspect()
+      if (!info.Running) {
+        exitCode = info.ExitCode ?? null
+        break
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    return {
+      exitCode: exitCode ?? -1,
+      stdout: Buffer.concat(collected.stdout).toString('utf8'),
+      stderr: Buffer.concat(collected.stderr).toString('utf8'),
+    }
+  }
+
+  /** Containers (also stopped ones) carrying every given label; a value of true matches any value. */
+  async listByLabel(labels: Readonly<Record<string, string | true>>): Promise<ContainerSummary[]> {
+    const filters = {label: Object.entries(labels).map(([key, value]) => (value === true ? key : `${key}=${value}`))}
+    let items: Docker.ContainerInfo[]
+    try {
+      items = await this.docker.listContainers({all: true, filters})
+    } catch (error) {
+      throw this.wrap(error, 'CONTAINER_LIST_FAILED', 'cannot list containers')
+    }
+    return items.map((item) => {
+      const ssh = item.Ports?.find((port) => port.PrivatePort === 22 && port.PublicPort)
+      return {
+        id: item.Id,
+        name: (item.Names?.[0] ?? '').replace(/^\//, ''),
+        image: item.Image,
+        state: item.State,
+        status: item.Status,
+        labels: {...item.Labels},
+        sshPort: ssh?.PublicPort ?? null,
+      }
+    })
+  }
+
+  /** Removes a container (with its anonymous volumes). A container that is already gone is not an error. */
+  async remove(containerId: string, options: {force?: boolean} = {}): Promise<RemoveResult> {
+    try {
+      await this.docker.getContainer(containerId).remove({force: options.force ?? true, v: true})
+      return 'removed'
+    } catch (error) {
+      const status = (error as EngineError)?.statusCode
+      // 404: gone; 409 "removal already in progress": someone else is removing it
+      if (status === 404 || (status === 409 && /already in progress/i.test(engineMessage(error)))) return 'absent'
+      throw this.wrap(error, 'CONTAINER_REMOVE_FAILED', `cannot remove container ${containerId.slice(0, 12)}`)
+    }
+  }
+
+  private wrap(error: unknown, code: string, what: string): ContainerError {
+    if (isUnreachable(error)) return unreachable(error)
+    debug('%s: %O', what, error)
+    return new ContainerError(code, `${what}: ${engineMessage(error)}`, {cause: error})
+  }
+}
+
+/** Files under the given entries of dir, relative to dir, without Python caches. */
+async function listFiles(dir: string, entries: readonly string[]): Promise<string[]> {
+  const files: string[] = []
+  for (const entry of entries) {
+    let children
+    try {
+      children = await readdir(join(dir, entry), {withFileTypes: true})
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOTDIR') {
+        files.push(entry)
+        continue
+      }
+      throw error
+    }
+    for (const child of children) {
+      if (child.name === '__pycache__' || child.name.endsWith('.pyc')) continue
+      const path = `${entry}/${child.name}`
+      if (child.isDirectory()) files.push(...(await listFiles(dir, [path])))
+      else files.push(path)
+    }
+  }
+  return files.sort()
+}
+
+function toArgv(value: unknown): string[] | null {
+  if (Array.isArray(value)) return value.map(String)
+  if (typeof value === 'string' && value) return [value]
+  return null
+}
+
+function collector(chunks: Buffer[]): Writable {
+  const stream = new PassThrough()
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk))
+  return stream
+}

@@ -1,0 +1,196 @@
+/**
+ * ssh2 sessions into a cosplay container. Loaded with `await import()` by the commands that need it.
+ * ssh2 is CommonJS: named imports crash under Node, so take the default export apart.
+ */
+import {createHash} from 'node:crypto'
+import type {Readable, Writable} from 'node:stream'
+import createDebug from 'debug'
+import ssh2 from 'ssh2'
+import type {Client as ClientType, ClientChannel, ConnectConfig} from 'ssh2'
+import {ContainerError} from '../core/errors.js'
+import {DEBUG_NS} from '../core/names.js'
+
+const {Client, utils} = ssh2
+const debug = createDebug(DEBUG_NS.container)
+
+export type SshTarget = {
+  host: string
+  port: number
+  username: string
+  privateKey: string | Buffer
+  /** the container's host public key line ("ssh-ed25519 AAAA..."); when given, any other key is refused */
+  hostKey?: string
+}
+
+export type ConnectOptions = {
+  /** give up after this long; default 15000 */
+  timeoutMs?: number
+  /** pause between attempts; default 100 */
+  intervalMs?: number
+}
+
+export type SshExecResult = {readonly stdout: string; readonly stderr: string; readonly exitCode: number; readonly signal: string | null}
+
+export type InteractiveIo = {
+  stdin: Readable
+  stdout: Writable
+  stderr: Writable
+  rows: number
+  cols: number
+  term?: string
+}
+
+export type InteractiveSession = {
+  resize(rows: number, cols: number): void
+  /** resolves with the remote exit code (128+n for a signal, as a shell reports it) */
+  readonly done: Promise<number>
+}
+
+const AUTH_FAILED = /authentication methods failed/i
+
+function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<ClientType> {
+  return new Promise((resolve, reject) => {
+    const client = new Client()
+    const config: ConnectConfig = {
+      host: target.host,
+      port: target.port,
+      username: target.username,
+      privateKey: target.privateKey,
+      readyTimeout: readyTimeoutMs,
+      keepaliveInterval: 15000,
+    }
+    if (target.hostKey) {
+      const [type, blob] = target.hostKey.trim().split(/\s+/)
+      const expected = Buffer.from(blob ?? '', 'base64')
+      config.algorithms = {serverHostKey: [type as never]}
+      config.hostVerifier = (key: Buffer) => key.equals(expected)
+    }
+    let settled = false
+    client
+      .once('ready', () => {
+        settled = true
+        resolve(client)
+      })
+      // 'on', not 'once': a reset connection can emit a second error, which would otherwise be thrown
+      .on('error', (error) => {
+        if (settled) return debug('ssh connection error: %s', error.message)
+        settled = true
+        client.end()
+        reject(error)
+      })
+      .connect(config)
+  })
+}
+
+/** One ssh2 connection, logged in. */
+export class SshSession {
+  private constructor(private readonly client: ClientType, readonly target: SshTarget) {}
+
+  /**
+   * Polls until a login works: the first connections through docker-proxy are often reset while sshd starts.
+   * A refused key is retried only briefly (the entrypoint may still be writing authorized_keys).
+   */
+  static async connectWithRetry(target: SshTarget, options: ConnectOptions = {}): Promise<SshSession> {
+    const timeoutMs = options.timeoutMs ?? 15000
+    const intervalMs = options.intervalMs ?? 100
+    const deadline = Date.now() + timeoutMs
+    let attempts = 0
+    let authFailures = 0
+    let lastError: unknown
+    while (Date.now() < deadline) {
+      attempts++
+      try {
+        const client = await connectOnce(target, Math.max(1000, Math.min(5000, deadline - Date.now())))
+        debug('ssh %s@%s:%d ready after %d attempt(s)', target.username, target.host, target.port, attempts)
+        return new SshSession(client, target)
+      } catch (error) {
+        lastError = error
+        debug('ssh attempt %d: %s', attempts, (error as Error).message)
+        if (AUTH_FAILED.test((error as Error).message) && ++authFailures >= 5) break
+      }
+      await new Promise((resolve) => setTimeout(resolve, intervalMs))
+    }
+    const refused = AUTH_FAILED.test(String((lastError as Error)?.message))
+    throw new ContainerError(
+      refused ? 'SSH_AUTH_FAILED' : 'SSH_UNREACHABLE',
+      refused
+        ? `ssh login as ${target.username} on ${target.host}:${target.port} was refused`
+        : `no ssh login on ${target.host}:${target.port} within ${Math.round(timeoutMs / 1000)} s (${attempts} attempts)`,
+      {fix: ['look at the container log: docker logs <container>'], cause: lastError},
+    )
+  }
+
+  /** Runs a command (through the user's shell, as ssh does) and collects its output. */
+  exec(command: string, options: {stdin?: string | Buffer} = {}): Promise<SshExecResult> {
+    return new Promise((resolve, reject) => {
+      this.client.exec(command, (error, channel) => {
+        if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot run a command over ssh: ${error.message}`, {cause: error}))
+        const stdout: Buffer[] = []
+        const stderr: Buffer[] = []
+        let exitCode: number | null = null
+        let signal: string | null = null
+        channel.on('data', (chunk: Buffer) => stdout.push(chunk))
+        channel.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+        channel.on('exit', (code: number | null, signalName?: string) => {
+          exitCode = code
+          signal = signalName ?? null
+        })
+        channel.on('close', () =>
+          resolve({
+            stdout: Buffer.concat(stdout).toString('utf8'),
+            stderr: Buffer.concat(stderr).toString('utf8'),
+            exitCode: exitCode ?? (signal ? 128 + signalNumber(signal) : -1),
+            signal,
+          }),
+        )
+        if (options.stdin !== undefined) channel.end(options.stdin)
+        else channel.end()
+      })
+    })
+  }
+
+  /**
+   * An interactive pty: a login shell when command is null, else the command. Raw mode on the local
+   * terminal is the caller's business; call resize() on SIGWINCH.
+   */
+  interactive(command: string | null, io: InteractiveIo): Promise<InteractiveSession> {
+    return new Promise((resolve, reject) => {
+      const pty = {term: io.term ?? process.env.TERM ?? 'xterm-256color', rows: io.rows, cols: io.cols}
+      const onChannel = (error: Error | undefined, channel: ClientChannel) => {
+        if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot open an ssh session: ${error.message}`, {cause: error}))
+        let exitCode = -1
+        channel.on('exit', (code: number | null, signalName?: string) => {
+          exitCode = code ?? (signalName ? 128 + signalNumber(signalName) : -1)
+        })
+        io.stdin.pipe(channel)
+        channel.pipe(io.stdout, {end: false})
+        channel.stderr.pipe(io.stderr, {end: false})
+        const done = new Promise<number>((resolveDone) =>
+          channel.on('close', () => {
+            io.stdin.unpipe(channel)
+            resolveDone(exitCode)
+          }),
+        )
+        resolve({resize: (rows, cols) => channel.setWindow(rows, cols, 0, 0), done})
+      }
+      if (command === null) this.client.shell(pty, onChannel)
+      else this.client.exec(command, {pty}, onChannel)
+    })
+  }
+
+  close(): void {
+    this.client.end()
+  }
+}
+
+/** The SHA256 fingerprint ssh prints for a public key line, e.g. for a known_hosts check. */
+export function fingerprintOf(publicKeyLine: string): string {
+  const parsed = utils.parseKey(publicKeyLine)
+  if (parsed instanceof Error || Array.isArray(parsed)) throw new ContainerError('SSH_BAD_KEY', `not a public key: ${parsed instanceof Error ? parsed.message : 'several keys'}`)
+  return `SHA256:${createHash('sha256').update(parsed.getPublicSSH()).digest('base64').replace(/=+$/, '')}`
+}
+
+const SIGNALS: Record<string, number> = {HUP: 1, INT: 2, QUIT: 3, ABRT: 6, KILL: 9, SEGV: 11, PIPE: 13, ALRM: 14, TERM: 15}
+function signalNumber(name: string): number {
+  return SIGNALS[name.replace(/^SIG/, '')] ?? 0
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Prepares a machine for the Docker end-to-end tests. Idempotent; safe to run on every CI job.
+#   1. installs docker.io and debootstrap when missing;
+#   2. starts dockerd when none answers, with test/e2e/bin on its PATH so that the stub
+#      nvidia-container-runtime-hook is found and dockerd registers its `nvidia` device driver;
+#   3. builds the local base image gpu-cosplay-test-base:bookworm with debootstrap when absent
+#      (the rootfs tarball is cached under $GPU_COSPLAY_E2E_CACHE, default /var/cache/gpu-cosplay-e2e);
+#   4. creates the non-root test user `cosplayer` (uid 1234) in the docker group.
+# Environment: GPU_COSPLAY_E2E_MIRROR (Debian mirror), GPU_COSPLAY_E2E_DOCKERD_LOG (dockerd log file).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BASE_IMAGE=gpu-cosplay-test-base:bookworm
+CACHE=${GPU_COSPLAY_E2E_CACHE:-/var/cache/gpu-cosplay-e2e}
+MIRROR=${GPU_COSPLAY_E2E_MIRROR:-http://deb.debian.org/debian}
+DOCKERD_LOG=${GPU_COSPLAY_E2E_DOCKERD_LOG:-/var/log/gpu-cosplay-e2e-dockerd.log}
+TEST_USER=cosplayer
+TEST_UID=1234
+
+say() { printf 'setup-docker: %s\n' "$*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || die "needs root (or sudo)"
+  exec sudo -E bash "$0" "$@"
+fi
+
+# 1. packages
+missing=()
+command -v dockerd >/dev/null || missing+=(docker.io)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. the docker group exists before dockerd starts, so the socket is group-owned by it
+getent group docker >/dev/null || groupadd --system docker
+
+# 3. dockerd
+if docker info >/dev/null 2>&1; then
+  say "dockerd already answers"
+  if ! pgrep -x dockerd >/dev/null || ! tr '\0' '\n' </proc/"$(pgrep -xo dockerd)"/environ 2>/dev/null | grep -q "^PATH=.*$HERE/bin"; then
+    say "note: this dockerd may not have $HERE/bin on its PATH; nvidia DeviceRequests need the stub hook"
+  fi
+else
+  say "starting dockerd (log: $DOCKERD_LOG)"
+  mkdir -p "$(dirname "$DOCKERD_LOG")"
+  # setsid + nohup: dockerd outlives this script and the CI step that ran it.
+  PATH="$HERE/bin:$PATH" setsid nohup dockerd --group docker >>"$DOCKERD_LOG" 2>&1 </dev/null &
+  for _ in $(seq 1 120); do
+    docker info >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  docker info >/dev/null 2>&1 || { tail -n 30 "$DOCKERD_LOG" >&2; die "dockerd did not answer within 60 s"; }
+  say "dockerd is up"
+fi
+
+# 4. base image
+if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  say "$BASE_IMAGE present"
+else
+  mkdir -p "$CACHE"
+  tarball="$CACHE/bookworm-minbase-rootfs.tar"
+  if [ ! -s "$tarball" ]; then
+    rootfs=$(mktemp -d /var/tmp/gpu-cosplay-rootfs.XXXXXX)
+    trap 'rm -rf "$rootfs"' EXIT
+    say "debootstrap bookworm into $rootfs (about 40-90 s)"
+    debootstrap --variant=minbase --include=openssh-server,python3 bookworm "$rootfs" "$MIRROR" \
+      >"$CACHE/debootstrap.log" 2>&1 || { tail -n 30 "$CACHE/debootstrap.log" >&2; die "debootstrap failed"; }
+    # No baked host keys and no apt lists in the base: the image under test brings its own.
+    rm -f "$rootfs"/etc/ssh/ssh_host_* 
+    rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
+    tar -C "$rootfs" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+    rm -rf "$rootfs"
+    trap - EXIT
+  fi
+  say "importing $tarball as $BASE_IMAGE"
+  docker import --change 'CMD ["/bin/bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    "$tarball" "$BASE_IMAGE" >/dev/null
+fi
+
+# 5. where tests keep simulator state the stub hook should show inside containers (see bin/nvidia-container-runtime-hook)
+mkdir -p /var/tmp/gpu-cosplay-sim && chmod 1777 /var/tmp/gpu-cosplay-sim
+
+# 6. test user
+if ! id "$TEST_USER" >/dev/null 2>&1; then
+  say "creating user $TEST_USER ($TEST_UID)"
+  useradd --create-home --uid "$TEST_UID" --shell /bin/bash "$TEST_USER"
+fi
+id -nG "$TEST_USER" | tr ' ' '\n' | grep -qx docker || usermod -aG docker "$TEST_USER"
+
+say "ready"
