@@ -13,6 +13,9 @@ export class LocalExecutor implements Executor {
       stripFinalNewline: false,
       // A missing binary must surface as an error, not as exit code 127 from a shell.
       shell: false,
+      // Its own process group: a terminal's Ctrl-C reaches only us, so the step in flight can finish
+      // (a GPU change cut off half-way is worse than one that completes and is then undone).
+      detached: true,
     })
     if (result.failed && result.exitCode === undefined && !result.timedOut) {
       throw (result as unknown as {cause?: Error}).cause ?? new Error(result.message)

@@ -38,6 +38,7 @@ export const COSTUME_ENV = {
 } as const
 
 export const STEP_KINDS = [
+  'set-persistence',
   'enable-mig',
   'create-gi',
   'create-ci',

@@ -100,7 +100,9 @@ async function listing<T>(
 }
 
 function unparseable(command: string, text: string): HostError {
-  const firstLine = text.split(/\r?\n/).find((line) => line.trim() !== '')?.trim() ?? '(no output)'
+  // Terminal escapes and control characters in garbage output would corrupt the one-line message.
+  const printable = (line: string) => line.replace(/\u001b\[[0-9;?]*[ -\/]*[@-~]/g, '').replace(/[\u0000-\u001f\u007f]/g, '').trim()
+  const firstLine = text.split(/\r?\n/).map(printable).find((line) => line !== '') ?? '(no output)'
   return new HostError('SMI_UNPARSEABLE', `${command} printed something this version cannot read: ${firstLine.slice(0, 120)}`, {
     fix: ['report the driver version (nvidia-smi --version) and this output; rerun with DEBUG=gpu-cosplay* for details'],
   })

@@ -1,4 +1,6 @@
-import type {HostModel} from '../catalog/types.js'
+import {matchHostModel} from '../catalog/resolve-target.js'
+import type {Catalog, HostModel} from '../catalog/types.js'
+import {HostError} from '../core/errors.js'
 import type {HostGpu} from '../host/types.js'
 import type {PlanHost, ProfileOption} from './types.js'
 
@@ -57,4 +59,15 @@ function liveProfiles(gpu: HostGpu, model: HostModel): ProfileOption[] {
       total: live.total,
     }
   })
+}
+
+/** The catalog model of a probed GPU: the planner's physics come from it. */
+export function hostModelFor(catalog: Catalog, gpu: HostGpu): HostModel {
+  const model = matchHostModel(catalog, gpu.name)
+  if (!model) {
+    throw new HostError('UNKNOWN_HOST_GPU', `GPU ${gpu.index} (${gpu.name}) is not in the host catalog`, {
+      fix: ['describe it in a hosts: entry under $XDG_CONFIG_HOME/gpu-cosplay/catalog.d/', 'or plan against a known model: --on h200'],
+    })
+  }
+  return model
 }

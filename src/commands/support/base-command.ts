@@ -27,9 +27,26 @@ export function describeFailure(error: Error): {code: string; message: string; f
   if (isCosplayError(error)) return {code: error.code, message: error.message, fix: error.fix, exit: error.exit}
   const parseExit = (error as ParseFailure).oclif?.exit
   if (parseExit !== undefined && parseExit !== 0) {
-    // oclif's flag and argument errors are multi-line; the first line names the problem.
-    const firstLine = error.message.split('\n').find((line) => line.trim() !== '') ?? error.message
-    return {code: 'BAD_USAGE', message: firstLine.trim(), fix: ['see --help'], exit: 2}
+    return {code: 'BAD_USAGE', message: usageLine(error.message), fix: ['see --help'], exit: 2}
   }
   return {code: 'INTERNAL', message: `internal error: ${error.message}`, fix: ['rerun with DEBUG=gpu-cosplay* for details'], exit: 1}
+}
+
+/**
+ * oclif's flag and argument errors are multi-line, and their first line alone often says nothing
+ * ("Parsing --host-gpu", "The following errors occurred:"): fold them into one line that names the problem.
+ */
+export function usageLine(message: string): string {
+  const lines = message
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !/^See more help with/i.test(line))
+  const [first = message.trim(), second] = lines
+  if (second === undefined) return first
+  if (/^The following errors occurred:?$/i.test(first)) return second
+  const parsing = /^Parsing (\S+)$/.exec(first)
+  if (parsing) return `${parsing[1]}: ${second}`
+  // "Missing 1 required arg:" followed by "gpu  target GPU, e.g. 3090": keep the name, not its description
+  if (first.endsWith(':')) return `${first} ${second.split(/\s{2,}/)[0]}`
+  return first
 }

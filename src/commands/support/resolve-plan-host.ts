@@ -1,10 +1,11 @@
-import {matchHostModel, resolveHostModel} from '../../catalog/resolve-target.js'
+import {resolveHostModel} from '../../catalog/resolve-target.js'
 import type {Catalog} from '../../catalog/types.js'
-import {HostError, InputError} from '../../core/errors.js'
+import {HostError} from '../../core/errors.js'
 import {probeHost} from '../../host/probe.js'
 import type {Smi} from '../../host/smi.js'
-import type {HostGpu, HostProbe} from '../../host/types.js'
-import {planHostFromModel, planHostFromProbe} from '../../plan/plan-host.js'
+import type {HostProbe} from '../../host/types.js'
+import {hostModelFor, planHostFromModel, planHostFromProbe} from '../../plan/plan-host.js'
+import {pickGpu} from '../../host/pick-gpu.js'
 import type {PlanHost} from '../../plan/types.js'
 
 export type HostChoice = {on?: string; hostGpu?: number}
@@ -18,7 +19,15 @@ export async function resolvePlanHost(
   if (choice.on !== undefined) return {host: planHostFromModel(resolveHostModel(catalog, choice.on)), probe: null}
   const probe = await probeOrExplain(smi())
   const gpu = pickGpu(probe, choice.hostGpu ?? 0)
-  return {host: planHostFromProbe(gpu, hostModelFor(catalog, gpu)), probe}
+  const model = hostModelFor(catalog, gpu)
+  if (gpu.migMode?.current === 'enabled' && gpu.migProfiles === null) {
+    // The probe degrades a refused `mig -lgip` to null; planning on it would read as "no slot is free".
+    throw new HostError('MIG_PROFILES_UNREADABLE', `GPU ${gpu.index} has MIG on, but nvidia-smi mig -lgip was refused, so its free slices are unknown`, {
+      exit: 4,
+      fix: ['run as root (or with GPU_COSPLAY_SUDO=1 and passwordless sudo for nvidia-smi)', `or plan against the model: --on ${model.key}`],
+    })
+  }
+  return {host: planHostFromProbe(gpu, model), probe}
 }
 
 async function probeOrExplain(smi: Smi): Promise<HostProbe> {
@@ -33,24 +42,4 @@ async function probeOrExplain(smi: Smi): Promise<HostProbe> {
     }
     throw error
   }
-}
-
-export function pickGpu(probe: HostProbe, index: number): HostGpu {
-  const gpu = probe.gpus.find((g) => g.index === index)
-  if (!gpu) {
-    throw new InputError('GPU_INDEX_OUT_OF_RANGE', `there is no GPU ${index} on this host (it has ${probe.gpus.length}: 0-${probe.gpus.length - 1})`, {
-      fix: ['list them: gpu-cosplay doctor'],
-    })
-  }
-  return gpu
-}
-
-export function hostModelFor(catalog: Catalog, gpu: HostGpu) {
-  const model = matchHostModel(catalog, gpu.name)
-  if (!model) {
-    throw new HostError('UNKNOWN_HOST_GPU', `GPU ${gpu.index} (${gpu.name}) is not in the host catalog`, {
-      fix: ['describe it in a hosts: entry under $XDG_CONFIG_HOME/gpu-cosplay/catalog.d/', 'or plan against a known model: --on h200'],
-    })
-  }
-  return model
 }

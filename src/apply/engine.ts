@@ -1,0 +1,98 @@
+import createDebug from 'debug'
+
+import {HostError, StateError} from '../core/errors.js'
+import {DEBUG_NS} from '../core/names.js'
+import type {GpuControl} from '../host/gpu-control.js'
+import type {HostGpu} from '../host/types.js'
+import type {GpuBook, SessionRecord} from './gpu-book.js'
+import {stepFor} from './steps/registry.js'
+import type {PlannedStep, StepContext} from './steps/step.js'
+
+const debug = createDebug(DEBUG_NS.apply)
+
+/** Set by the command's signal handler; the engine finishes the step in flight, then unwinds. */
+export type Cancellation = {readonly requested: boolean}
+
+export type Persist = () => void
+
+export function stepContext(gpu: GpuControl, book: GpuBook, session: SessionRecord, live: HostGpu): StepContext {
+  const ctx: StepContext = {
+    gpu,
+    book,
+    session,
+    live,
+    notes: [],
+    async refresh() {
+      const found = (await gpu.probe()).gpus.find((g) => g.uuid === book.gpu.uuid)
+      if (!found) throw new HostError('GPU_GONE', `GPU ${book.gpu.uuid} (${book.gpu.name}) is no longer listed by nvidia-smi`)
+      ctx.live = found
+      return found
+    },
+  }
+  return ctx
+}
+
+/**
+ * Runs the steps in order. Per step: read what is there, write the intent and that prior value to disk,
+ * act, then mark it done. Nothing touches the GPU before its intent is on disk.
+ */
+export async function runSteps(ctx: StepContext, persist: Persist, steps: readonly PlannedStep[], cancel: Cancellation): Promise<void> {
+  for (const {impl, params} of steps) {
+    if (cancel.requested) {
+      throw new StateError('INTERRUPTED', `interrupted before "${impl.describe(params)}"; undoing what was done`)
+    }
+    const prior = await impl.readPrior(ctx, params)
+    if (prior === null) continue
+    const entry = {kind: impl.kind, state: 'intended' as const, params, prior, result: null}
+    ctx.session.journal.push(entry)
+    persist()
+    debug('%s: %s', ctx.session.name, impl.describe(params))
+    const result = await impl.apply(ctx, params, prior)
+    const recorded = ctx.session.journal[ctx.session.journal.length - 1]
+    recorded.result = result
+    recorded.state = 'done'
+    persist()
+  }
+}
+
+/**
+ * Reverts the session's journal newest-first, marking each entry as it goes, so that a crash here
+ * leaves a journal the next run can finish. Keeps going past a failing undo and throws the first error.
+ */
+export async function unwindSession(ctx: StepContext, persist: Persist): Promise<void> {
+  let firstError: unknown = null
+  for (const entry of [...ctx.session.journal].reverse()) {
+    if (entry.state === 'undone') continue
+    try {
+      debug('%s: undo %s (%s)', ctx.session.name, entry.kind, entry.state)
+      await stepFor(entry.kind).undo(ctx, entry)
+      entry.state = 'undone'
+      persist()
+    } catch (error) {
+      debug('%s: undo %s failed: %O', ctx.session.name, entry.kind, error)
+      firstError ??= error
+    }
+  }
+  if (firstError) throw firstError
+}
+
+/**
+ * Sessions found starting or stopping by a process that holds the GPU lock belong to a process that
+ * died mid-way: roll each back (a killed `up`) or finish it (a killed `down`). Both mean undoing what
+ * the journal says was, or may have been, done.
+ */
+export async function recoverAbandoned(gpu: GpuControl, book: GpuBook, live: HostGpu, persist: Persist): Promise<{recovered: string[]; notes: string[]}> {
+  const recovered: string[] = []
+  const notes: string[] = []
+  for (const session of Object.values(book.sessions)) {
+    if (session.phase === 'active') continue
+    const ctx = stepContext(gpu, book, session, live)
+    await unwindSession(ctx, persist)
+    delete book.sessions[session.name]
+    persist()
+    recovered.push(session.name)
+    notes.push(...ctx.notes)
+    live = ctx.live
+  }
+  return {recovered, notes}
+}

@@ -1,0 +1,112 @@
+import path from 'node:path'
+
+import {z} from 'zod'
+
+import {StateError} from '../core/errors.js'
+import {STEP_KINDS} from '../core/names.js'
+import {readTextIfExists, writeJsonAtomic} from './json-file.js'
+
+/**
+ * One file per physical GPU (gpus/<uuid>.json) holds everything the tool changed on it: the GPU-wide
+ * leases with the values found before the first session, and every session with its write-ahead journal.
+ * It is only written under that GPU's lock, always whole and atomically.
+ */
+
+export const SETTINGS = ['persistence', 'mig-mode', 'clocks', 'power-limit'] as const
+export type Setting = (typeof SETTINGS)[number]
+
+/** persistence and mig-mode: on/off; clocks: locked MHz or null (unlocked); power-limit: watts */
+const settingValue = z.union([z.boolean(), z.number(), z.null()])
+export type SettingValue = z.infer<typeof settingValue>
+
+const lease = z.strictObject({
+  /** the value in force before the first session changed it; restored when the last holder leaves */
+  original: settingValue,
+  value: settingValue,
+  holders: z.array(z.string()),
+})
+export type Lease = z.infer<typeof lease>
+
+const journalEntry = z.strictObject({
+  kind: z.enum([...STEP_KINDS]),
+  /** intended: about to act (written before the GPU is touched); done: acted; undone: reverted */
+  state: z.enum(['intended', 'done', 'undone']),
+  params: z.record(z.string(), z.unknown()),
+  prior: z.record(z.string(), z.unknown()),
+  result: z.record(z.string(), z.unknown()).nullable(),
+})
+export type JournalEntry = z.infer<typeof journalEntry>
+
+const session = z.strictObject({
+  name: z.string(),
+  owner: z.strictObject({uid: z.number(), user: z.string()}),
+  pid: z.number(),
+  hostname: z.string(),
+  createdAt: z.string(),
+  /** starting and stopping are transitional: found under the lock, they belong to a process that died */
+  phase: z.enum(['starting', 'active', 'stopping']),
+  target: z.strictObject({key: z.string(), name: z.string()}),
+  plan: z.record(z.string(), z.unknown()),
+  mig: z
+    .strictObject({
+      profile: z.string(),
+      profileId: z.number(),
+      gpuInstanceId: z.number().nullable(),
+      computeInstanceId: z.number().nullable(),
+      uuid: z.string().nullable(),
+    })
+    .nullable(),
+  container: z.strictObject({id: z.string(), name: z.string(), image: z.string(), sshPort: z.number().nullable()}).nullable(),
+  journal: z.array(journalEntry),
+})
+export type SessionRecord = z.infer<typeof session>
+
+const book = z.strictObject({
+  version: z.literal(1),
+  gpu: z.strictObject({uuid: z.string(), name: z.string()}),
+  /** kernel boot id when last written: a reboot drops MIG instances and resets clocks and power */
+  bootId: z.string().nullable(),
+  leases: z.partialRecord(z.enum(SETTINGS), lease),
+  sessions: z.record(z.string(), session),
+})
+export type GpuBook = z.infer<typeof book>
+
+export function bookPath(stateDir: string, gpuUuid: string): string {
+  return path.join(stateDir, 'gpus', `${gpuUuid}.json`)
+}
+
+export function emptyBook(gpu: {uuid: string; name: string}, bootId: string | null): GpuBook {
+  return {version: 1, gpu, bootId, leases: {}, sessions: {}}
+}
+
+/** The GPU's book, or null when the tool never touched it. A damaged file is reported, never dropped. */
+export function readBook(file: string): GpuBook | null {
+  const text = readTextIfExists(file)
+  if (text === null) return null
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (error) {
+    throw corrupt(file, text.trim() === '' ? 'empty' : 'not valid JSON (truncated?)', error)
+  }
+  const parsed = book.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw corrupt(file, `field "${issue.path.join('.')}": ${issue.message}`, parsed.error)
+  }
+  return parsed.data
+}
+
+export function writeBook(file: string, value: GpuBook): void {
+  writeJsonAtomic(file, value)
+}
+
+function corrupt(file: string, why: string, cause: unknown): StateError {
+  return new StateError('JOURNAL_CORRUPT', `the record of what gpu-cosplay changed on this GPU is damaged: ${file}: ${why}`, {
+    cause,
+    fix: [
+      'nothing was changed; inspect or repair the file by hand',
+      'or put the GPU back to driver defaults with gpu-cosplay reset --host-gpu N --yes, then move the file away',
+    ],
+  })
+}

@@ -1,0 +1,88 @@
+import {isSmiError} from '../../host/smi-error.js'
+import type {Json, StepContext, StepImpl} from './step.js'
+
+/** IDs other sessions in this GPU's book own: never ours to destroy, even when they look new. */
+function ownedByOthers(ctx: StepContext): {gis: Set<number>; cis: Set<string>} {
+  const gis = new Set<number>()
+  const cis = new Set<string>()
+  for (const other of Object.values(ctx.book.sessions)) {
+    if (other.name === ctx.session.name || !other.mig) continue
+    if (other.mig.gpuInstanceId !== null) gis.add(other.mig.gpuInstanceId)
+    if (other.mig.gpuInstanceId !== null && other.mig.computeInstanceId !== null) cis.add(`${other.mig.gpuInstanceId}/${other.mig.computeInstanceId}`)
+  }
+  return {gis, cis}
+}
+
+function tolerateGone(error: unknown): void {
+  if (!isSmiError(error, 'SMI_NOT_FOUND_INSTANCE')) throw error
+}
+
+export const createGpuInstance: StepImpl = {
+  kind: 'create-gi',
+  describe: (params) => `create GPU instance ${params.profile} (profile ${params.profileId})`,
+
+  async readPrior(ctx) {
+    return {gpuInstanceIds: ctx.live.gpuInstances.map((gi) => gi.id)}
+  },
+
+  async apply(ctx, params) {
+    const {gpuInstanceId} = await ctx.gpu.createGpuInstance(ctx.live.index, params.profileId as number)
+    if (ctx.session.mig) ctx.session.mig.gpuInstanceId = gpuInstanceId
+    return {gpuInstanceId}
+  },
+
+  async undo(ctx, entry) {
+    const id = (entry.result?.gpuInstanceId as number | undefined) ?? (await findNewGpuInstance(ctx, entry.params, entry.prior))
+    if (id === null) return
+    const live = await ctx.refresh()
+    if (!live.gpuInstances.some((gi) => gi.id === id)) return
+    await ctx.gpu.destroyGpuInstance(live.index, id).catch(tolerateGone)
+  },
+}
+
+/** After a crash between `-cgi` and its record: the GI of our profile that was not there before and no one else owns. */
+async function findNewGpuInstance(ctx: StepContext, params: Json, prior: Json): Promise<number | null> {
+  const live = await ctx.refresh()
+  const before = new Set(prior.gpuInstanceIds as number[])
+  const others = ownedByOthers(ctx).gis
+  const fresh = live.gpuInstances.filter((gi) => gi.profileId === params.profileId && !before.has(gi.id) && !others.has(gi.id))
+  if (fresh.length === 1) return fresh[0].id
+  if (fresh.length > 1) ctx.notes.push(`GPU ${live.index}: ${fresh.length} unrecorded GPU instances of profile ${params.profileId}; none was destroyed`)
+  return null
+}
+
+export const createComputeInstance: StepImpl = {
+  kind: 'create-ci',
+  describe: () => 'create compute instance (default profile)',
+
+  async readPrior(ctx) {
+    const gi = ctx.session.mig?.gpuInstanceId
+    const cis = gi == null ? [] : await ctx.gpu.computeInstances(ctx.live.index, gi)
+    return {gpuInstanceId: gi ?? null, computeInstanceIds: cis.map((ci) => ci.id)}
+  },
+
+  async apply(ctx, _params, prior) {
+    const gi = prior.gpuInstanceId as number
+    let {computeInstanceId} = await ctx.gpu.createComputeInstance(ctx.live.index, gi)
+    // Old drivers do not print the new CI's ID: it is the one that was not there before.
+    computeInstanceId ??= (await newComputeInstances(ctx, gi, prior))[0] ?? null
+    if (ctx.session.mig) ctx.session.mig.computeInstanceId = computeInstanceId
+    return {computeInstanceId}
+  },
+
+  async undo(ctx, entry) {
+    const gi = entry.prior.gpuInstanceId as number | null
+    if (gi === null) return
+    const recorded = entry.result?.computeInstanceId as number | null | undefined
+    const ids = recorded != null ? [recorded] : await newComputeInstances(ctx, gi, entry.prior)
+    const live = ctx.live
+    for (const ci of ids) await ctx.gpu.destroyComputeInstance(live.index, gi, ci).catch(tolerateGone)
+  },
+}
+
+async function newComputeInstances(ctx: StepContext, gi: number, prior: Json): Promise<number[]> {
+  const before = new Set(prior.computeInstanceIds as number[])
+  const others = ownedByOthers(ctx).cis
+  const now = await ctx.gpu.computeInstances(ctx.live.index, gi)
+  return now.map((ci) => ci.id).filter((id) => !before.has(id) && !others.has(`${gi}/${id}`))
+}

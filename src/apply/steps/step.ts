@@ -1,0 +1,35 @@
+import type {StepKind} from '../../core/names.js'
+import type {GpuControl} from '../../host/gpu-control.js'
+import type {HostGpu} from '../../host/types.js'
+import type {GpuBook, JournalEntry, SessionRecord} from '../gpu-book.js'
+
+export type Json = Record<string, unknown>
+
+/** What a step sees: the GPU, this GPU's book (a working copy the engine persists), and the session. */
+export type StepContext = {
+  readonly gpu: GpuControl
+  readonly book: GpuBook
+  readonly session: SessionRecord
+  /** the GPU as last probed; refresh() re-reads it */
+  live: HostGpu
+  refresh(): Promise<HostGpu>
+  /** things the user should know that are not failures (e.g. MIG left on because others use it) */
+  readonly notes: string[]
+}
+
+/**
+ * One mutation with its undo. Steps are rebuilt from a journal entry's kind and params, so another
+ * process can undo the work of one that died.
+ */
+export interface StepImpl {
+  readonly kind: StepKind
+  describe(params: Json): string
+  /** What is there now, recorded before acting; null when there is nothing to do for this session. */
+  readPrior(ctx: StepContext, params: Json): Promise<Json | null>
+  /** Acts; returns what undo needs (IDs). A half-done apply removes its own effect before throwing. */
+  apply(ctx: StepContext, params: Json, prior: Json): Promise<Json>
+  /** Reverts. Tolerates the effect being gone already; for an entry still `intended` it first finds out whether it happened. */
+  undo(ctx: StepContext, entry: JournalEntry): Promise<void>
+}
+
+export type PlannedStep = {readonly impl: StepImpl; readonly params: Json}

@@ -1,0 +1,244 @@
+import {accessSync, constants, statSync} from 'node:fs'
+import {delimiter, isAbsolute, join, resolve} from 'node:path'
+
+import {matchHostModel} from '../catalog/resolve-target.js'
+import type {Catalog} from '../catalog/types.js'
+import {isCosplayError} from '../core/errors.js'
+import {LocalExecutor} from '../core/local-executor.js'
+import {HOST_ENV} from '../core/names.js'
+import {checkSmiPrivileges, type SmiPrivileges} from '../host/privileges.js'
+import {probeHost} from '../host/probe.js'
+import {smiPathFrom} from '../host/smi.js'
+import type {HostGpu, HostProbe} from '../host/types.js'
+import {BaseCommand} from './support/base-command.js'
+import {currentCatalog, localSmi} from './support/context.js'
+import {renderDoctor} from './support/render-doctor.js'
+
+export type CheckStatus = 'ok' | 'missing' | 'warn'
+
+export type DoctorCheck = {
+  readonly name: string
+  readonly status: CheckStatus
+  readonly detail: string
+  /** what to do about it; empty when status is ok */
+  readonly fix: readonly string[]
+}
+
+export type DoctorMigProfile = {
+  readonly name: string
+  readonly id: number
+  readonly smCount: number
+  readonly memoryGiB: number
+  readonly free: number
+  readonly total: number
+}
+
+export type DoctorGpu = {
+  readonly index: number
+  readonly name: string
+  readonly uuid: string
+  /** the catalog host model nvidia-smi's name matched, or null when plan/up cannot use this GPU */
+  readonly hostModel: string | null
+  readonly migCapable: boolean
+  readonly migEnabled: boolean
+  /** a MIG mode change waits for a GPU reset */
+  readonly migPending: boolean
+  /** live: read with `mig -lgip` now; catalog: MIG is off, so the host model's table with every slice free; null: none */
+  readonly migProfilesSource: 'live' | 'catalog' | null
+  readonly migProfiles: readonly DoctorMigProfile[]
+  /** watts */
+  readonly power: {readonly min: number | null; readonly max: number | null; readonly default: number | null; readonly current: number | null}
+  /** graphics clock range in MHz (min from the host model: nvidia-smi -q does not print it) */
+  readonly clocks: {readonly min: number | null; readonly max: number | null}
+}
+
+export type DoctorResult = {
+  /** false when some check is missing (the exit status is then 1) */
+  readonly ok: boolean
+  readonly nvidiaSmi: {readonly path: string | null; readonly driverVersion: string | null; readonly cudaVersion: string | null}
+  readonly gpus: readonly DoctorGpu[]
+  readonly checks: readonly DoctorCheck[]
+}
+
+const DOCKER_TIMEOUT_MS = 2000
+const RUNTIME_PROGRAMS = ['nvidia-container-runtime-hook', 'nvidia-ctk', 'nvidia-container-runtime']
+
+export default class Doctor extends BaseCommand {
+  static summary = 'Check that this host has what gpu-cosplay needs'
+  static description = `Checks nvidia-smi and the driver, each GPU (MIG mode and free slices, power and clock ranges), the Docker engine,
+the NVIDIA container runtime, and whether nvidia-smi can change settings (root or passwordless sudo).
+Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something required is missing.`
+  static examples = ['<%= config.bin %> doctor', '<%= config.bin %> doctor --json | jq ".checks[] | select(.status != \\"ok\\")"']
+
+  async run(): Promise<DoctorResult> {
+    await this.parse(Doctor)
+    const smiPath = findExecutable(smiPathFrom(process.env), process.env)
+    const [smi, docker, privileges] = await Promise.all([
+      probeSmi(smiPath),
+      checkDocker(),
+      checkSmiPrivileges(new LocalExecutor(), smiPath ?? 'nvidia-smi', process.getuid?.() ?? null),
+    ])
+    const catalog = await currentCatalog()
+    const gpus = smi.probe?.gpus.map((gpu) => doctorGpu(catalog, gpu)) ?? []
+    const checks = [
+      smi.check,
+      ...gpus.map((gpu, i) => gpuCheck(gpu, smi.probe!.gpus[i])),
+      docker,
+      containerRuntimeCheck(process.env),
+      privilegesCheck(privileges, smiPath ?? 'nvidia-smi', process.env),
+    ]
+    const result: DoctorResult = {
+      ok: checks.every((c) => c.status !== 'missing'),
+      nvidiaSmi: {path: smiPath, driverVersion: smi.probe?.driverVersion ?? null, cudaVersion: smi.probe?.cudaVersion ?? null},
+      gpus,
+      checks,
+    }
+    if (!this.jsonEnabled()) this.log(renderDoctor(result))
+    if (!result.ok) process.exitCode = 1
+    return result
+  }
+}
+
+/** Where a program would be run from: a path is checked as it is, a bare name is looked up on PATH. */
+export function findExecutable(program: string, env: Readonly<Record<string, string | undefined>>): string | null {
+  const candidates = program.includes('/') ? [program] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, program))
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK)
+      if (statSync(candidate).isFile()) return isAbsolute(candidate) ? candidate : resolve(candidate)
+    } catch {
+      // not here
+    }
+  }
+  return null
+}
+
+async function probeSmi(smiPath: string | null): Promise<{probe: HostProbe | null; check: DoctorCheck}> {
+  const name = 'nvidia-smi'
+  if (smiPath === null) {
+    const where = process.env[HOST_ENV.nvidiaSmi] ? `${HOST_ENV.nvidiaSmi}=${process.env[HOST_ENV.nvidiaSmi]} is not an executable` : 'not found on PATH'
+    return {
+      probe: null,
+      check: {name, status: 'missing', detail: where, fix: ['install the NVIDIA driver', `or point ${HOST_ENV.nvidiaSmi} at nvidia-smi`, 'without a GPU, plan against a model: gpu-cosplay plan 3090 --on h200']},
+    }
+  }
+  try {
+    const probe = await probeHost(localSmi())
+    const driver = `driver ${probe.driverVersion ?? 'unknown'}${probe.cudaVersion ? `, CUDA ${probe.cudaVersion}` : ''}`
+    return {probe, check: {name, status: 'ok', detail: `${smiPath}, ${driver}, ${probe.gpus.length} GPU(s)`, fix: []}}
+  } catch (error) {
+    if (!isCosplayError(error)) throw error
+    return {probe: null, check: {name, status: 'missing', detail: `${smiPath} found, but ${error.message} [${error.code}]`, fix: error.fix}}
+  }
+}
+
+export function doctorGpu(catalog: Catalog, gpu: HostGpu): DoctorGpu {
+  const model = gpu.name === '' ? null : matchHostModel(catalog, gpu.name)
+  const migEnabled = gpu.migMode?.current === 'enabled'
+  let migProfilesSource: DoctorGpu['migProfilesSource'] = null
+  let migProfiles: DoctorMigProfile[] = []
+  if (migEnabled && gpu.migProfiles !== null) {
+    migProfilesSource = 'live'
+    migProfiles = gpu.migProfiles.map(({name, id, smCount, memoryGiB, free, total}) => ({name, id, smCount, memoryGiB, free, total}))
+  } else if (!migEnabled && gpu.migMode !== null && model?.mig) {
+    migProfilesSource = 'catalog'
+    migProfiles = model.mig.profiles.map(({name, id, smCount, memoryGiB, maxInstances}) => ({name, id, smCount, memoryGiB, free: maxInstances, total: maxInstances}))
+  }
+  return {
+    index: gpu.index,
+    name: gpu.name,
+    uuid: gpu.uuid,
+    hostModel: model?.key ?? null,
+    migCapable: gpu.migMode !== null,
+    migEnabled,
+    migPending: gpu.migMode !== null && gpu.migMode.pending !== gpu.migMode.current,
+    migProfilesSource,
+    migProfiles,
+    power: {min: gpu.power.minW, max: gpu.power.maxW, default: gpu.power.defaultW, current: gpu.power.currentW},
+    clocks: {min: model?.clockMinMHz ?? null, max: gpu.clocks.maxGraphicsMHz ?? model?.clockMaxMHz ?? null},
+  }
+}
+
+function gpuCheck(gpu: DoctorGpu, probed: HostGpu): DoctorCheck {
+  const name = `gpu ${gpu.index}`
+  const mig = !gpu.migCapable ? 'no MIG' : gpu.migEnabled ? 'MIG on' : 'MIG off'
+  const base = `${gpu.name || '(name unreadable)'}, ${gpu.hostModel ? `host model ${gpu.hostModel}` : 'unknown host model'}, ${mig}`
+  if (gpu.hostModel === null) {
+    return {
+      name,
+      status: 'warn',
+      detail: `${base}: plan and up cannot use it`,
+      fix: ['describe it in a hosts: entry under $XDG_CONFIG_HOME/gpu-cosplay/catalog.d/', 'or plan against a known model: --on h200'],
+    }
+  }
+  if (gpu.migPending) {
+    const to = probed.migMode?.pending === 'enabled' ? 'on' : 'off'
+    return {name, status: 'warn', detail: `${base}; turning MIG ${to} waits for a GPU reset`, fix: [`reset the GPU while it is idle (nvidia-smi -i ${gpu.index} -r), or reboot`]}
+  }
+  if (probed.unavailable.length > 0) {
+    return {name, status: 'warn', detail: `${base}; could not read ${probed.unavailable.join(', ')}`, fix: ['run doctor as root for complete readings']}
+  }
+  const free = gpu.migProfilesSource === 'live' ? `, ${gpu.migProfiles.filter((p) => p.free > 0).length} of ${gpu.migProfiles.length} profiles have a free slot` : ''
+  return {name, status: 'ok', detail: `${base}${free}`, fix: []}
+}
+
+async function checkDocker(): Promise<DoctorCheck> {
+  const name = 'docker'
+  let runtime: typeof import('../container/runtime.js')
+  try {
+    runtime = await import('../container/runtime.js')
+  } catch (error) {
+    return {name, status: 'warn', detail: `not checked: the Docker client could not be loaded (${(error as Error).message.split('\n')[0]})`, fix: []}
+  }
+  if (typeof runtime.DockerRuntime?.prototype?.ping !== 'function') {
+    return {name, status: 'warn', detail: 'not checked: this build has no Docker ping', fix: []}
+  }
+  const docker = new runtime.DockerRuntime({dockerOptions: {timeout: DOCKER_TIMEOUT_MS}})
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<'timeout'>((resolveTimeout) => {
+    timer = setTimeout(() => resolveTimeout('timeout'), DOCKER_TIMEOUT_MS)
+    timer.unref()
+  })
+  const where = process.env[HOST_ENV.dockerHost] ?? 'the default socket'
+  try {
+    const answer = await Promise.race([docker.ping().then(() => 'ok' as const), timeout])
+    if (answer === 'timeout') {
+      return {name, status: 'missing', detail: `the Docker engine at ${where} did not answer within ${DOCKER_TIMEOUT_MS} ms`, fix: ['check that dockerd runs: docker info']}
+    }
+    return {name, status: 'ok', detail: `the engine at ${where} answers`, fix: []}
+  } catch (error) {
+    if (!isCosplayError(error)) throw error
+    return {name, status: 'missing', detail: error.message, fix: error.fix}
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function containerRuntimeCheck(env: Readonly<Record<string, string | undefined>>): DoctorCheck {
+  const name = 'nvidia container runtime'
+  for (const program of RUNTIME_PROGRAMS) {
+    const path = findExecutable(program, env)
+    if (path !== null) return {name, status: 'ok', detail: `${program} at ${path}`, fix: []}
+  }
+  return {
+    name,
+    status: 'missing',
+    detail: `none of ${RUNTIME_PROGRAMS.join(', ')} is on PATH, so containers cannot be given a GPU`,
+    fix: ['install the NVIDIA Container Toolkit (nvidia-container-toolkit), then restart dockerd'],
+  }
+}
+
+function privilegesCheck(privileges: SmiPrivileges, smiPath: string, env: Readonly<Record<string, string | undefined>>): DoctorCheck {
+  const name = 'privileges'
+  if (privileges.mode === 'root') return {name, status: 'ok', detail: `${privileges.detail}: nvidia-smi may change MIG, clocks and power`, fix: []}
+  if (privileges.mode === 'sudo') {
+    if (env[HOST_ENV.sudo] === '1') return {name, status: 'ok', detail: `${privileges.detail}; ${HOST_ENV.sudo}=1 uses it`, fix: []}
+    return {name, status: 'warn', detail: `${privileges.detail}, but ${HOST_ENV.sudo} is not 1`, fix: [`export ${HOST_ENV.sudo}=1 so that gpu-cosplay runs nvidia-smi changes through sudo -n`]}
+  }
+  return {
+    name,
+    status: 'missing',
+    detail: `${privileges.detail}; up and down must change MIG, clocks and power`,
+    fix: ['run gpu-cosplay as root', `or allow it without a password (a sudoers line: $USER ALL=(root) NOPASSWD: ${smiPath}) and export ${HOST_ENV.sudo}=1`],
+  }
+}

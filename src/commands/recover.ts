@@ -1,0 +1,30 @@
+import type {RecoverResult} from '../apply/recover.js'
+import {BaseCommand} from './support/base-command.js'
+
+export type RecoverCommandResult = RecoverResult
+
+export default class Recover extends BaseCommand {
+  static summary = 'Finish or roll back the work of gpu-cosplay processes that died mid-way'
+  static description = `Reads every GPU's journal in the state directory. A session whose \`up\` was killed is rolled back
+(its GPU returns to the state before that \`up\`); one whose \`down\` was killed is finished. After a reboot the
+lost sessions' records are dropped (the reboot removed their instances). Active sessions are not touched.
+Every mutating command does this for its own GPU first; run it yourself after a crash or Ctrl-C Ctrl-C.`
+  static examples = ['<%= config.bin %> recover', '<%= config.bin %> recover --json']
+
+  async run(): Promise<RecoverCommandResult> {
+    await this.parse(Recover)
+    const [{applyContext}, {recoverAll}] = await Promise.all([import('./support/apply-context.js'), import('../apply/recover.js')])
+    const ctx = await applyContext({mutates: true})
+    const result = await recoverAll({gpu: ctx.gpu, stateDir: ctx.stateDir.dir, bootId: ctx.bootId})
+    if (!this.jsonEnabled()) this.log(renderRecover(result))
+    return result
+  }
+}
+
+export function renderRecover(r: RecoverResult): string {
+  const done = r.gpus.filter((g) => g.recovered.length > 0)
+  const lines = done.length === 0 ? ['Nothing to recover.'] : done.map((g) => `${g.name} ${g.uuid}: recovered ${g.recovered.join(', ')}`)
+  if (r.releasedNames.length > 0) lines.push(`released names of sessions that never started: ${r.releasedNames.join(', ')}`)
+  lines.push(...r.notes.map((n) => `note: ${n}`))
+  return lines.join('\n')
+}

@@ -1,0 +1,39 @@
+import type {HostStatus} from '../apply/host-status.js'
+import {BaseCommand} from './support/base-command.js'
+import {renderPs} from './ps.js'
+
+export type StatusResult = HostStatus
+
+export default class Status extends BaseCommand {
+  static summary = 'Show the host GPUs with their leases, MIG instances and sessions, and flag orphans'
+  static description = `Joins what nvidia-smi shows with what gpu-cosplay recorded: GPU-wide settings held as leases (with the
+values to restore), every MIG instance and its owning session, sessions whose instance is gone, and instances
+no session owns. Reads only.`
+  static examples = ['<%= config.bin %> status', '<%= config.bin %> status --json']
+
+  async run(): Promise<StatusResult> {
+    await this.parse(Status)
+    const {readHostStatus} = await import('./support/read-host-status.js')
+    const status = await readHostStatus()
+    if (!this.jsonEnabled()) this.log(renderStatus(status))
+    return status
+  }
+}
+
+export function renderStatus(s: HostStatus): string {
+  const lines: string[] = []
+  for (const g of s.gpus) {
+    lines.push(`GPU ${g.index}: ${g.name} ${g.uuid}  MIG ${g.migEnabled === null ? 'n/a' : g.migEnabled ? 'on' : 'off'}`)
+    for (const [setting, lease] of Object.entries(g.leases)) {
+      lines.push(`  ${setting}: ${show(lease!.value)} held by ${lease!.holders.join(', ') || 'nobody'} (restores ${show(lease!.original)})`)
+    }
+    for (const i of g.instances) lines.push(`  GI ${i.gpuInstanceId} ${i.profile}: ${i.owner ?? 'ORPHAN (no gpu-cosplay session owns it)'}`)
+  }
+  lines.push('', renderPs(s.sessions))
+  if (!s.sharedStateDir) lines.push('', `note: state is kept in ${s.stateDir}, not shared with other users`)
+  return lines.join('\n')
+}
+
+function show(value: unknown): string {
+  return value === null ? 'unlocked' : String(value)
+}

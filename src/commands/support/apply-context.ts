@@ -1,0 +1,93 @@
+/**
+ * What mutating commands share: the state directory, the GPU control (nvidia-smi directly as root,
+ * else through `sudo -n`, checked before anything changes), who is asking, and Ctrl-C handling.
+ * Loaded lazily by those commands only.
+ */
+import {readFileSync} from 'node:fs'
+import {homedir, hostname, userInfo} from 'node:os'
+
+import type {Owner} from '../../apply/bring-up.js'
+import type {Cancellation} from '../../apply/engine.js'
+import {resolveStateDir, type StateDir} from '../../apply/state-dir.js'
+import {HostError} from '../../core/errors.js'
+import {LocalExecutor} from '../../core/local-executor.js'
+import {SmiGpuControl} from '../../host/gpu-control.js'
+import {checkSmiPrivileges} from '../../host/privileges.js'
+import {Smi, smiPathFrom} from '../../host/smi.js'
+
+export type ApplyContext = {
+  readonly stateDir: StateDir
+  readonly gpu: SmiGpuControl
+  readonly owner: Owner
+  readonly isRoot: boolean
+  readonly bootId: string | null
+  readonly hostname: string
+}
+
+export async function applyContext(options: {mutates: boolean}): Promise<ApplyContext> {
+  const stateDir = resolveStateDir(process.env, homedir())
+  const executor = new LocalExecutor()
+  const smiPath = smiPathFrom(process.env)
+  const uid = process.getuid?.() ?? null
+  let sudo = false
+  if (options.mutates) {
+    const privileges = await checkSmiPrivileges(executor, smiPath, uid)
+    if (privileges.mode === 'none') {
+      throw new HostError('NO_GPU_PRIVILEGES', `cannot change GPU settings: ${privileges.detail}`, {
+        exit: 4,
+        fix: [`run as root, or allow passwordless sudo for nvidia-smi (e.g. "%gpu ALL=(root) NOPASSWD: ${smiPath}" in /etc/sudoers.d/gpu-cosplay)`],
+      })
+    }
+    sudo = privileges.mode === 'sudo'
+  }
+  return {
+    stateDir,
+    gpu: new SmiGpuControl(new Smi(executor, {path: smiPath, sudo})),
+    owner: ownerOf(uid),
+    isRoot: uid === 0,
+    bootId: readBootId(),
+    hostname: hostname(),
+  }
+}
+
+/** Under sudo the session belongs to the person who typed it, not to root. */
+function ownerOf(uid: number | null): Owner {
+  const sudoUid = Number(process.env.SUDO_UID)
+  if (uid === 0 && process.env.SUDO_USER && Number.isInteger(sudoUid)) return {uid: sudoUid, user: process.env.SUDO_USER}
+  return {uid: uid ?? -1, user: userInfo().username}
+}
+
+function readBootId(): string | null {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
+  } catch {
+    return null
+  }
+}
+
+/**
+ * First Ctrl-C (or SIGTERM): finish the step in flight, then undo. A second one exits at once and
+ * leaves the journal to `gpu-cosplay recover`.
+ */
+export function cancelOnSignals(say: (message: string) => void): Cancellation & {dispose(): void} {
+  const state = {requested: false}
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (state.requested) {
+      say(`${signal} again: leaving now; the journal keeps what was done, run gpu-cosplay recover to undo it`)
+      process.exit(130)
+    }
+    state.requested = true
+    say(`${signal}: finishing the current step, then undoing (press Ctrl-C again to leave it to gpu-cosplay recover)`)
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  return {
+    get requested() {
+      return state.requested
+    },
+    dispose() {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    },
+  }
+}

@@ -1,0 +1,120 @@
+import {mkdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {afterAll, describe, expect, it, jest} from '@jest/globals'
+
+import {baseEnv, cleanupTemps, type CliResult, runCli, Sim, stderrLines, tempDir} from './support/run-cli.js'
+
+jest.setTimeout(60_000)
+afterAll(cleanupTemps)
+
+type Case = {
+  name: string
+  args: string[]
+  exit: number
+  code: string
+  /** prepares the simulator (an 8-GPU H200 with MIG on for GPU 0 unless said otherwise) */
+  sim?: (sim: Sim) => void
+  env?: (sim: Sim) => Record<string, string>
+}
+
+const CASES: Case[] = [
+  {name: 'unknown GPU', args: ['info', 'voodoo5'], exit: 2, code: 'UNKNOWN_GPU'},
+  {name: 'unknown GPU in plan', args: ['plan', 'voodoo5', '--host-gpu', '0'], exit: 2, code: 'UNKNOWN_GPU'},
+  {name: '--match foo', args: ['plan', '3090', '--match', 'foo'], exit: 2, code: 'BAD_USAGE'},
+  {name: '--host-gpu -1', args: ['plan', '3090', '--host-gpu', '-1'], exit: 2, code: 'BAD_USAGE'},
+  {name: '--host-gpu abc', args: ['plan', '3090', '--host-gpu', 'abc'], exit: 2, code: 'BAD_USAGE'},
+  {name: '--on unknown', args: ['plan', '3090', '--on', 'voodoo5'], exit: 2, code: 'UNKNOWN_HOST_MODEL'},
+  {name: '--on with --host-gpu', args: ['plan', '3090', '--on', 'h200', '--host-gpu', '0'], exit: 2, code: 'BAD_USAGE'},
+  {name: 'missing argument', args: ['plan'], exit: 2, code: 'BAD_USAGE'},
+  {name: 'unknown flag', args: ['ls', '--bogus'], exit: 2, code: 'BAD_USAGE'},
+  {name: '--arch foo', args: ['ls', '--arch', 'foo'], exit: 2, code: 'BAD_USAGE'},
+  {name: 'GPU index out of range', args: ['plan', '3090', '--host-gpu', '8'], exit: 2, code: 'GPU_INDEX_OUT_OF_RANGE'},
+  {
+    name: 'malformed user catalog (YAML syntax)',
+    args: ['info', '3090'],
+    exit: 2,
+    code: 'CATALOG_INVALID',
+    env: () => ({GPU_COSPLAY_CATALOG_DIR: catalogDir('version: 1\ntargets:\n  - key: [oops\n')}),
+  },
+  {
+    name: 'malformed user catalog (schema)',
+    args: ['plan', '3090', '--on', 'h200'],
+    exit: 2,
+    code: 'CATALOG_INVALID',
+    env: () => ({GPU_COSPLAY_CATALOG_DIR: catalogDir('version: 1\ntargets:\n  - key: foo\n    name: Foo\n')}),
+  },
+  {name: 'nvidia-smi missing', args: ['plan', '3090'], exit: 3, code: 'SMI_NOT_FOUND', env: () => ({GPU_COSPLAY_NVIDIA_SMI: '/nonexistent/nvidia-smi'})},
+  {name: 'nvidia-smi failing', args: ['plan', '3090'], exit: 3, code: 'SMI_FAILED', sim: (s) => void s.failNext({match: '-q'})},
+  {name: 'nvidia-smi failing on mig -lgi', args: ['plan', '3090'], exit: 3, code: 'SMI_FAILED', sim: (s) => void s.failNext({match: '-lgi'})},
+  {name: 'nvidia-smi printing garbage', args: ['plan', '3090'], exit: 3, code: 'SMI_UNPARSEABLE', sim: (s) => void s.set('garbage', true)},
+  {name: 'no GPU instance fits', args: ['plan', 'a100-80g'], exit: 3, code: 'MIG_NO_FREE_SLOT', sim: (s) => void s.createInstances(0, [19])},
+]
+
+function catalogDir(text: string): string {
+  const dir = tempDir()
+  mkdirSync(dir, {recursive: true})
+  writeFileSync(join(dir, 'broken.yaml'), text)
+  return dir
+}
+
+function expectOneCleanLine(result: CliResult): void {
+  const lines = stderrLines(result)
+  expect(lines).toHaveLength(1)
+  expect(lines[0]).toMatch(/^gpu-cosplay: \S/)
+  expect(result.stderr).not.toContain('    at ')
+  expect(result.stdout).not.toContain('    at ')
+}
+
+describe.each(CASES)('$name', (c) => {
+  const prepare = () => {
+    const sim = Sim.create('h200', 8).enableMig(0)
+    c.sim?.(sim)
+    return {sim, env: sim.env(c.env?.(sim) ?? {}), before: sim.stateText()}
+  }
+
+  it(`exits ${c.exit} with one line on stderr and no stack trace`, () => {
+    const {sim, env, before} = prepare()
+    const result = runCli(c.args, env)
+    expect({exit: result.exitCode, output: result.stdout + result.stderr}).toEqual({exit: c.exit, output: expect.any(String)})
+    expectOneCleanLine(result)
+    expect(result.stdout).toBe('')
+    expect(sim.stateText()).toBe(before)
+  })
+
+  it(`--json prints {error: {code: ${c.code}, exit: ${c.exit}}} on stdout`, () => {
+    const {sim, env, before} = prepare()
+    const mark = sim.calls().length
+    const result = runCli([...c.args, '--json'], env)
+    expect({exit: result.exitCode, output: result.stdout + result.stderr}).toEqual({exit: c.exit, output: expect.any(String)})
+    const json = JSON.parse(result.stdout)
+    expect(Object.keys(json)).toEqual(['error'])
+    expect(json.error).toMatchObject({code: c.code, exit: c.exit})
+    expect(typeof json.error.message).toBe('string')
+    expect(json.error.message).not.toContain('\n')
+    expect(Array.isArray(json.error.fix)).toBe(true)
+    expect(result.stdout).not.toContain('    at ')
+    expect(sim.stateText()).toBe(before)
+    expect(sim.calls().slice(mark).filter((call) => call.argv.some((a) => /^-(cgi|cci|dci|dgi|mig|lgc|rgc|pl|pm)$/.test(a)))).toEqual([])
+  })
+})
+
+describe('specific fixes', () => {
+  it('nvidia-smi missing suggests --on', () => {
+    const result = runCli(['plan', '3090', '--json'], baseEnv({GPU_COSPLAY_NVIDIA_SMI: '/nonexistent/nvidia-smi'}))
+    expect(JSON.parse(result.stdout).error.fix.join(' ')).toContain('--on')
+  })
+
+  it('garbage from nvidia-smi never reaches the terminal as control characters', () => {
+    const sim = Sim.create('h200', 1).set('garbage', true)
+    const result = runCli(['plan', '3090'], sim.env())
+    // eslint-disable-next-line no-control-regex
+    expect(result.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/)
+  })
+
+  it('an unknown GPU lists close names', () => {
+    const result = runCli(['info', '3090 tie', '--json'], baseEnv())
+    expect(result.exitCode).toBe(2)
+    expect(JSON.stringify(JSON.parse(result.stdout).error)).toMatch(/3090/)
+  })
+})

@@ -1,0 +1,123 @@
+import {afterAll, describe, expect, it, jest} from '@jest/globals'
+
+import type {PlanResult} from '../../src/commands/plan.js'
+import {cleanupTemps, runCli, runJson, Sim} from './support/run-cli.js'
+
+jest.setTimeout(60_000)
+afterAll(cleanupTemps)
+
+const sorted = (o: object) => Object.keys(o).sort()
+
+describe('plan --on (no GPU)', () => {
+  it('prints the fields the issue lists', () => {
+    const {exitCode, json, stderr} = runJson<PlanResult>(['plan', '3090', '--on', 'h200'])
+    expect(exitCode).toBe(0)
+    expect(stderr).toBe('')
+    expect(sorted(json.target)).toEqual(sorted({key: 0, name: 0, fp32Tflops: 0, bf16Tflops: 0, bandwidthGBs: 0, vramGB: 0, tdpW: 0}))
+    expect(json.target).toMatchObject({key: 'rtx_3090', vramGB: 24, tdpW: 350})
+    expect(sorted(json.host)).toEqual(['index', 'model', 'name'])
+    expect(json.host).toMatchObject({index: null, model: 'h200_sxm'})
+    expect(sorted(json.mig!)).toEqual(['memoryGiB', 'memorySlices', 'profile', 'profileId', 'smCount'])
+    expect(json.clockMHz === null || typeof json.clockMHz === 'number').toBe(true)
+    expect(typeof json.powerLimitW).toBe('number')
+    expect(json.powerLimitW).toBe(350)
+    expect(json.vramCapGB).toBe(24)
+    expect(sorted(json.expected)).toEqual(['bandwidthGBs', 'bf16Tflops', 'fp32Tflops', 'vramGB'])
+    expect(Array.isArray(json.warnings)).toBe(true)
+    expect(json.warnings.every((w) => typeof w === 'string')).toBe(true)
+  })
+
+  it('--match fp32 lands within 3% of the target FP32', () => {
+    const {json} = runJson<PlanResult>(['plan', '3090', '--on', 'h200', '--match', 'fp32'])
+    expect(Math.abs(json.expected.fp32Tflops - json.target.fp32Tflops) / json.target.fp32Tflops).toBeLessThanOrEqual(0.03)
+  })
+
+  it('on a non-MIG model plans the whole GPU', () => {
+    const {exitCode, json} = runJson<PlanResult>(['plan', '3090', '--on', 'l40s'])
+    expect(exitCode).toBe(0)
+    expect(json.mig).toBeNull()
+    expect(json.host.model).toBe('l40s')
+  })
+
+  it('renders expected vs target with the error in % as text', () => {
+    const {exitCode, stdout} = runCli(['plan', '3090', '--on', 'h200'])
+    expect(exitCode).toBe(0)
+    expect(stdout).toMatch(/FP32 TFLOPS\s+[\d.]+\s+35\.6\s+[-+][\d.]+%/)
+  })
+})
+
+describe.each([1, 8])('plan --host-gpu on a simulated %i-GPU H200', (gpus) => {
+  const last = gpus - 1
+
+  it('with MIG off: picks a slice and says MIG must be turned on; at most 3 nvidia-smi calls', () => {
+    const sim = Sim.create('h200', gpus)
+    const {exitCode, json} = runJson<PlanResult>(['plan', '3090', '--host-gpu', String(last)], sim.env())
+    expect(exitCode).toBe(0)
+    expect(json.host).toEqual({name: 'NVIDIA H200', index: last, model: 'h200_sxm'})
+    expect(json.needsMigEnable).toBe(true)
+    expect(json.mig?.profile).toBe('1g.35gb')
+    expect(sim.calls().map((c) => c.argv.join(' '))).toEqual(['-q'])
+  })
+
+  it('with MIG on: reads free slots live; the choice follows them, then fails with MIG_NO_FREE_SLOT', () => {
+    const sim = Sim.create('h200', gpus).enableMig(last)
+    const plan = () => runJson<PlanResult>(['plan', 'l4', '--host-gpu', String(last)], sim.env())
+
+    const fresh = plan()
+    expect(fresh.exitCode).toBe(0)
+    expect(fresh.json.needsMigEnable).toBe(false)
+    expect(fresh.json.mig?.profile).toBe('2g.35gb')
+    expect(fresh.json.mig?.memoryGiB).toBe(32.25) // live -lgip figure, not the catalog's
+
+    sim.createInstances(last, [14, 14, 14]) // someone holds every 2g.35gb slot
+    const moved = plan()
+    expect(moved.exitCode).toBe(0)
+    expect(moved.json.mig?.profile).not.toBe('2g.35gb')
+    expect(moved.json.mig?.memoryGiB).toBeGreaterThanOrEqual(24)
+
+    sim.createInstances(last, [15]) // and the last slice that holds 24 GB
+    const before = sim.stateText()
+    const full = plan()
+    expect(full.exitCode).toBe(3)
+    expect(full.json).toMatchObject({error: {code: 'MIG_NO_FREE_SLOT', exit: 3}})
+    expect(sim.stateText()).toBe(before)
+  })
+
+  it('uses the same nvidia-smi calls whatever the GPU count (-q, mig -lgip, mig -lgi)', () => {
+    const sim = Sim.create('h200', gpus).enableMig(last)
+    sim.clearCalls()
+    expect(runJson(['plan', '3090', '--host-gpu', '0'], sim.env()).exitCode).toBe(0)
+    const calls = sim.calls().map((c) => c.argv.join(' '))
+    expect(calls.length).toBeLessThanOrEqual(3)
+    expect(calls).toEqual(['-q', 'mig -lgip', 'mig -lgi'])
+  })
+})
+
+describe('plan --host-gpu on other simulated hosts', () => {
+  it('L40S (no MIG): whole GPU with a clock and power cap', () => {
+    const sim = Sim.create('l40s', 2)
+    const {exitCode, json} = runJson<PlanResult>(['plan', '3090', '--host-gpu', '1'], sim.env())
+    expect(exitCode).toBe(0)
+    expect(json.mig).toBeNull()
+    expect(json.needsMigEnable).toBe(false)
+    expect(json.host).toMatchObject({index: 1, model: 'l40s'})
+    expect(sim.calls()).toHaveLength(1)
+  })
+
+  it('a busy GPU with MIG off cannot turn MIG on: plans the whole GPU and says why', () => {
+    const sim = Sim.create('h200', 1).set('gpus.0.processes', [{pid: 42, name: 'python3', used_mib: 900}])
+    const {exitCode, json} = runJson<PlanResult>(['plan', '3090'], sim.env())
+    expect(exitCode).toBe(0)
+    expect(json.mig).toBeNull()
+    expect(json.needsMigEnable).toBe(false)
+    expect(json.warnings.join('\n')).toMatch(/process/)
+  })
+
+  it('a refused mig -lgip does not read as "no free slot"', () => {
+    const sim = Sim.create('h200', 1).enableMig(0).failNext({match: 'lgip', message: 'Insufficient Permissions', exit: 4})
+    const {exitCode, json} = runJson<{error: {code: string; exit: number}}>(['plan', '3090'], sim.env())
+    expect(json.error.code).not.toBe('MIG_NO_FREE_SLOT')
+    expect(json.error).toMatchObject({code: 'MIG_PROFILES_UNREADABLE', exit: 4})
+    expect(exitCode).toBe(4)
+  })
+})

@@ -1,0 +1,59 @@
+import {describe, expect, it} from '@jest/globals'
+
+import {usageLine} from '../../../src/commands/support/base-command.js'
+import type {ExecOptions, ExecResult, Executor} from '../../../src/core/executor.js'
+import {checkSmiPrivileges} from '../../../src/host/privileges.js'
+
+class ScriptedExecutor implements Executor {
+  readonly seen: string[][] = []
+  constructor(private readonly answer: Partial<ExecResult> | Error) {}
+  async run(argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
+    this.seen.push([...argv])
+    if (this.answer instanceof Error) throw this.answer
+    return {exitCode: 0, stdout: '', stderr: '', timedOut: false, ...this.answer}
+  }
+}
+
+describe('checkSmiPrivileges', () => {
+  it('root needs no sudo and runs nothing', async () => {
+    const executor = new ScriptedExecutor(new Error('must not run'))
+    expect((await checkSmiPrivileges(executor, '/usr/bin/nvidia-smi', 0)).mode).toBe('root')
+    expect(executor.seen).toEqual([])
+  })
+
+  it('asks sudo -n -l for the exact nvidia-smi path', async () => {
+    const executor = new ScriptedExecutor({stdout: '/usr/bin/nvidia-smi\n'})
+    const result = await checkSmiPrivileges(executor, '/usr/bin/nvidia-smi', 1000)
+    expect(result.mode).toBe('sudo')
+    expect(executor.seen).toEqual([['sudo', '-n', '-l', '/usr/bin/nvidia-smi']])
+  })
+
+  it.each([
+    ['sudo wants a password', {exitCode: 1, stderr: 'sudo: a password is required\n'}, /password/],
+    ['sudo refuses the command', {exitCode: 1, stderr: ''}, /does not allow/],
+    ['sudo hangs', {exitCode: 124, timedOut: true}, /did not answer/],
+  ])('%s: none', async (_name, answer, detail) => {
+    const result = await checkSmiPrivileges(new ScriptedExecutor(answer), '/usr/bin/nvidia-smi', 1000)
+    expect(result.mode).toBe('none')
+    expect(result.detail).toMatch(detail)
+    expect(result.detail).not.toContain('\n')
+  })
+
+  it('sudo not installed: none', async () => {
+    const missing = Object.assign(new Error('spawn sudo ENOENT'), {code: 'ENOENT'})
+    const result = await checkSmiPrivileges(new ScriptedExecutor(missing), 'nvidia-smi', 1000)
+    expect(result).toEqual({mode: 'none', detail: expect.stringMatching(/sudo is not installed/)})
+  })
+})
+
+describe('usageLine (oclif parse errors as one line)', () => {
+  it.each([
+    ['Parsing --host-gpu \n\tExpected an integer greater than or equal to 0 but received: -1\nSee more help with --help', '--host-gpu: Expected an integer greater than or equal to 0 but received: -1'],
+    ['The following errors occurred:\n  --host-gpu=0 cannot also be provided when using --on\n  --on=h200 cannot also be provided when using --host-gpu\nSee more help with --help', '--host-gpu=0 cannot also be provided when using --on'],
+    ['Missing 1 required arg:\ngpu  target GPU, e.g. 3090, t4, a100-80g\nSee more help with --help', 'Missing 1 required arg: gpu'],
+    ['Nonexistent flag: --bogus\nSee more help with --help', 'Nonexistent flag: --bogus'],
+    ['Expected --match=foo to be one of: balanced, fp32', 'Expected --match=foo to be one of: balanced, fp32'],
+  ])('%j', (message, line) => {
+    expect(usageLine(message)).toBe(line)
+  })
+})
