@@ -9,6 +9,7 @@ import Ls from './commands/ls.js'
 import Plan from './commands/plan.js'
 import Ps from './commands/ps.js'
 import Recover from './commands/recover.js'
+import Reset from './commands/reset.js'
 import Status from './commands/status.js'
 import Up from './commands/up.js'
 
@@ -20,6 +21,7 @@ export const COMMANDS = {
   plan: Plan,
   ps: Ps,
   recover: Recover,
+  reset: Reset,
   status: Status,
   up: Up,
 }
