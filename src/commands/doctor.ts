@@ -1,4 +1,5 @@
 import {accessSync, constants, statSync} from 'node:fs'
+import {homedir} from 'node:os'
 import {delimiter, isAbsolute, join, resolve} from 'node:path'
 
 import {matchHostModel} from '../catalog/resolve-target.js'
@@ -86,6 +87,7 @@ Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something
       docker,
       containerRuntimeCheck(process.env),
       privilegesCheck(privileges, smiPath ?? 'nvidia-smi', process.env),
+      await stateDirCheck(),
     ]
     const result: DoctorResult = {
       ok: checks.every((c) => c.status !== 'missing'),
@@ -96,6 +98,20 @@ Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something
     if (!this.jsonEnabled()) this.log(renderDoctor(result))
     if (!result.ok) process.exitCode = 1
     return result
+  }
+}
+
+/** Sessions of a team only see each other through a shared state directory. */
+async function stateDirCheck(): Promise<DoctorCheck> {
+  const {resolveStateDir} = await import('../apply/state-dir.js')
+  const name = 'state directory'
+  try {
+    const dir = resolveStateDir(process.env, homedir())
+    if (dir.warning) return {name, status: 'warn', detail: dir.warning, fix: [`sudo mkdir -p /var/lib/gpu-cosplay && sudo chmod 1777 /var/lib/gpu-cosplay`]}
+    return {name, status: 'ok', detail: `${dir.dir} (shared)`, fix: []}
+  } catch (error) {
+    if (!isCosplayError(error)) throw error
+    return {name, status: 'missing', detail: error.message, fix: error.fix}
   }
 }
 

@@ -1,19 +1,12 @@
-import type {GpuProcess, MigModeState, PowerLimits} from './types.js'
+import type {GpuProcess, HostGpu, MigModeState} from './types.js'
 
-/** One GPU block of `nvidia-smi -q`. Absent or unreadable fields are null and named in `unavailable`. */
-export type SmiQueryGpu = {
-  /** position in the output, which is nvidia-smi's own index order */
-  readonly index: number
+/**
+ * One GPU block of `nvidia-smi -q`: a HostGpu before the MIG listings are merged in. Name and UUID can be
+ * unreadable here; the probe refuses such a GPU. Absent or unreadable fields are null and named in `unavailable`.
+ */
+export type SmiQueryGpu = Omit<HostGpu, 'name' | 'uuid' | 'migProfiles' | 'gpuInstances'> & {
   readonly name: string | null
   readonly uuid: string | null
-  readonly busId: string
-  readonly persistenceMode: boolean | null
-  readonly migMode: {readonly current: MigModeState; readonly pending: MigModeState} | null
-  readonly power: PowerLimits
-  readonly clocks: {readonly maxGraphicsMHz: number | null; readonly currentGraphicsMHz: number | null}
-  readonly memoryTotalMiB: number | null
-  readonly processes: readonly GpuProcess[]
-  readonly unavailable: readonly string[]
 }
 
 export type SmiQuery = {
