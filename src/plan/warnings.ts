@@ -79,7 +79,7 @@ export function explainPlan(
   }
 
   if (plan.needsMigEnable) {
-    warnings.push('MIG mode is off on this GPU: `up` turns it on, which needs the GPU idle (no processes)')
+    warnings.push('MIG mode was off on this GPU: up turns it on (the GPU must be idle), and the last session to end turns it off again')
   }
   return warnings
 }
