@@ -2,28 +2,40 @@
  * The bundle's entry: oclif's "explicit" command strategy reads COMMANDS from here, so start-up loads one
  * file instead of resolving a command tree. Commands import their heavy layers (apply, Docker, ssh) lazily.
  */
+import Build from './commands/build.js'
 import Doctor from './commands/doctor.js'
 import Down from './commands/down.js'
+import Exec from './commands/exec.js'
 import Info from './commands/info.js'
 import Ls from './commands/ls.js'
 import Plan from './commands/plan.js'
 import Ps from './commands/ps.js'
 import Recover from './commands/recover.js'
+import Report from './commands/report.js'
 import Reset from './commands/reset.js'
+import Ssh from './commands/ssh.js'
+import SshConfig from './commands/ssh-config.js'
 import Status from './commands/status.js'
 import Up from './commands/up.js'
+import Verify from './commands/verify.js'
 
 export const COMMANDS = {
+  build: Build,
   doctor: Doctor,
   down: Down,
+  exec: Exec,
   info: Info,
   ls: Ls,
   plan: Plan,
   ps: Ps,
   recover: Recover,
+  report: Report,
   reset: Reset,
+  ssh: Ssh,
+  'ssh-config': SshConfig,
   status: Status,
   up: Up,
+  verify: Verify,
 }
 
 export {execute} from '@oclif/core'

@@ -22,7 +22,12 @@ Only the owner (or root) can end a session.`
     const names = argv as string[]
     if (names.length === 0 && !flags.all) throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
     if (names.length > 0 && flags.all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
-    const [{applyContext}, {tearDown, listSessions}] = await Promise.all([import('./support/apply-context.js'), import('../apply/tear-down.js')])
+    const [{applyContext}, {tearDown, listSessions}] = await Promise.all([
+      import('./support/apply-context.js'),
+      import('../apply/tear-down.js'),
+      // registers the 'start-container' step: the container is the first thing undone
+      import('../container/container-step.js'),
+    ])
     const ctx = await applyContext({mutates: true})
     const chosen = flags.all
       ? listSessions(ctx.stateDir.dir)

@@ -1,12 +1,12 @@
-import type {SessionSummary} from '../apply/host-status.js'
+import type {SessionView} from './support/read-host-status.js'
 import {BaseCommand} from './support/base-command.js'
 import {formatTable} from './support/format-table.js'
 
-export type PsResult = SessionSummary[]
+export type PsResult = SessionView[]
 
 export default class Ps extends BaseCommand {
   static summary = 'List cosplay sessions on this host'
-  static description = 'Every session of every user, from the shared state directory. Reads only; calls nvidia-smi once to find GPU indexes and missing instances.'
+  static description = 'Every session of every user, from the shared state directory, with its container state. Reads only: one nvidia-smi probe (GPU indexes, missing instances) and one Docker listing.'
   static examples = ['<%= config.bin %> ps', '<%= config.bin %> ps --json']
 
   async run(): Promise<PsResult> {
@@ -18,7 +18,7 @@ export default class Ps extends BaseCommand {
   }
 }
 
-export function renderPs(sessions: readonly SessionSummary[]): string {
+export function renderPs(sessions: readonly SessionView[]): string {
   if (sessions.length === 0) return 'No sessions.'
   const rows = sessions.map((s) => [
     s.name,
@@ -27,7 +27,7 @@ export function renderPs(sessions: readonly SessionSummary[]): string {
     s.gpuIndex === null ? '?' : String(s.gpuIndex),
     s.mig ? `${s.mig.profile} GI ${s.mig.gpuInstanceId}` : 'whole GPU',
     s.instanceMissing ? `${s.phase} (instance gone!)` : s.phase,
-    s.container?.name ?? '-',
+    s.container ? `${s.container.name} (${s.containerState ?? 'unknown'})` : '-',
   ])
   return formatTable(['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER'], rows)
 }

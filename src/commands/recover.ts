@@ -13,7 +13,12 @@ Every mutating command does this for its own GPU first; run it yourself after a 
 
   async run(): Promise<RecoverCommandResult> {
     await this.parse(Recover)
-    const [{applyContext}, {recoverAll}] = await Promise.all([import('./support/apply-context.js'), import('../apply/recover.js')])
+    const [{applyContext}, {recoverAll}] = await Promise.all([
+      import('./support/apply-context.js'),
+      import('../apply/recover.js'),
+      // registers the 'start-container' step, so a killed up's container is removed too
+      import('../container/container-step.js'),
+    ])
     const ctx = await applyContext({mutates: true})
     const result = await recoverAll({gpu: ctx.gpu, stateDir: ctx.stateDir.dir, bootId: ctx.bootId})
     if (!this.jsonEnabled()) this.log(renderRecover(result))

@@ -25,7 +25,12 @@ instances no record proves are gpu-cosplay's are listed, never destroyed. Needs 
         fix: [`see what would end: gpu-cosplay status`, `then: gpu-cosplay reset --host-gpu ${flags['host-gpu']} --yes`],
       })
     }
-    const [{applyContext}, {resetGpu}] = await Promise.all([import('./support/apply-context.js'), import('../apply/reset-gpu.js')])
+    const [{applyContext}, {resetGpu}] = await Promise.all([
+      import('./support/apply-context.js'),
+      import('../apply/reset-gpu.js'),
+      // journals may name the container step; it must be known to undo it
+      import('../container/container-step.js'),
+    ])
     const ctx = await applyContext({mutates: true})
     if (!this.jsonEnabled()) ux.action.start(`Resetting GPU ${flags['host-gpu']}`)
     const result = await resetGpu(flags['host-gpu'], {gpu: ctx.gpu, stateDir: ctx.stateDir.dir}).catch((error: unknown) => {

@@ -1,8 +1,8 @@
-import type {HostStatus} from '../apply/host-status.js'
+import type {HostView} from './support/read-host-status.js'
 import {BaseCommand} from './support/base-command.js'
 import {renderPs} from './ps.js'
 
-export type StatusResult = HostStatus
+export type StatusResult = HostView
 
 export default class Status extends BaseCommand {
   static summary = 'Show the host GPUs with their leases, MIG instances and sessions, and flag orphans'
@@ -20,7 +20,7 @@ no session owns. Reads only.`
   }
 }
 
-export function renderStatus(s: HostStatus): string {
+export function renderStatus(s: HostView): string {
   const lines: string[] = []
   for (const g of s.gpus) {
     lines.push(`GPU ${g.index}: ${g.name} ${g.uuid}  MIG ${g.migEnabled === null ? 'n/a' : g.migEnabled ? 'on' : 'off'}`)
@@ -30,6 +30,8 @@ export function renderStatus(s: HostStatus): string {
     for (const i of g.instances) lines.push(`  GI ${i.gpuInstanceId} ${i.profile}: ${i.owner ?? 'ORPHAN (no gpu-cosplay session owns it)'}`)
   }
   lines.push('', renderPs(s.sessions))
+  if (!s.containers.reachable) lines.push('', `containers: Docker not reachable (${s.containers.reason})`)
+  for (const c of s.containers.orphans) lines.push(`ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`)
   if (!s.sharedStateDir) lines.push('', `note: state is kept in ${s.stateDir}, not shared with other users`)
   return lines.join('\n')
 }

@@ -178,6 +178,30 @@ export class SshSession {
     })
   }
 
+  /**
+   * Runs a command without a pty, streaming: stdin (if given) is forwarded until it ends, output goes
+   * straight to stdout/stderr. Resolves with the exit code (128+n for a signal).
+   */
+  stream(command: string, io: {stdin?: Readable; stdout: Writable; stderr: Writable}): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.client.exec(command, (error, channel) => {
+        if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot run a command over ssh: ${error.message}`, {cause: error}))
+        let exitCode = -1
+        channel.on('exit', (code: number | null, signalName?: string) => {
+          exitCode = code ?? (signalName ? 128 + signalNumber(signalName) : -1)
+        })
+        channel.pipe(io.stdout, {end: false})
+        channel.stderr.pipe(io.stderr, {end: false})
+        if (io.stdin) io.stdin.pipe(channel)
+        else channel.end()
+        channel.on('close', () => {
+          io.stdin?.unpipe(channel)
+          resolve(exitCode)
+        })
+      })
+    })
+  }
+
   close(): void {
     this.client.end()
   }

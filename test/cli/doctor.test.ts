@@ -34,7 +34,7 @@ describe.each([1, 8])('doctor on a simulated %i-GPU H200', (gpus) => {
       expect(off.migProfiles.every((p) => p.free === p.total)).toBe(true)
     }
 
-    expect(json.checks.map((c) => c.name)).toEqual(['nvidia-smi', ...json.gpus.map((g) => `gpu ${g.index}`), 'docker', 'nvidia container runtime', 'privileges'])
+    expect(json.checks.map((c) => c.name)).toEqual(['nvidia-smi', ...json.gpus.map((g) => `gpu ${g.index}`), 'docker', 'nvidia container runtime', 'privileges', 'state directory'])
     for (const check of json.checks) {
       expect(Object.keys(check).sort()).toEqual(['detail', 'fix', 'name', 'status'])
       expect(['ok', 'missing', 'warn']).toContain(check.status)
@@ -86,5 +86,15 @@ describe('doctor', () => {
     expect(result.stdout).toMatch(/^\[MISSING\]\s+docker/m)
     expect(result.stdout).toMatch(/GPU 0: NVIDIA H200/)
     expect(result.stderr).toBe('')
+  })
+})
+
+describe('doctor and the state directory', () => {
+  it('reports an unwritable state directory as missing, with a fix', () => {
+    const result = runJson(['doctor'], baseEnv({GPU_COSPLAY_STATE_DIR: '/proc/version/state'}))
+    const check = result.json.checks.find((c: {name: string}) => c.name === 'state directory')
+    expect(check.status).toBe('missing')
+    expect(check.fix.length).toBeGreaterThan(0)
+    expect(result.exitCode).toBe(1)
   })
 })

@@ -1,0 +1,67 @@
+// Container part of npm run bench (only when a Docker engine answers and the e2e base image is there):
+// time from `up` start to the first successful ssh login (median of 5, simulated H200), and the size of
+// the layers docker/Dockerfile adds on top of its base (docker history).
+import {execFileSync, spawnSync} from 'node:child_process'
+import {mkdirSync, mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+const BASE = process.env.BENCH_BASE_IMAGE ?? 'gpu-cosplay-test-base:bookworm'
+const TAG = 'gpu-cosplay-bench:latest'
+const RUNS = Number(process.env.BENCH_UP_RUNS ?? 5)
+const root = new URL('..', import.meta.url).pathname
+const cli = [join(root, 'bin/run.js')]
+
+const docker = (...args) => spawnSync('docker', args, {encoding: 'utf8'})
+if (docker('info').status !== 0) {
+  console.log('container bench: skipped (no Docker engine answers)')
+  process.exit(0)
+}
+if (docker('image', 'inspect', BASE).status !== 0) {
+  console.log(`container bench: skipped (no ${BASE}; run test/e2e/setup-docker.sh)`)
+  process.exit(0)
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'gpu-cosplay-bench-up-'))
+mkdirSync('/var/tmp/gpu-cosplay-sim', {recursive: true})
+const state = `/var/tmp/gpu-cosplay-sim/bench-${process.pid}.json` // where the stub runtime hook looks
+const ws = join(dir, 'ws')
+mkdirSync(ws)
+const env = {...process.env, GPU_COSPLAY_SIM_STATE: state, GPU_COSPLAY_NVIDIA_SMI: join(root, 'test/sim/nvidia-smi'), GPU_COSPLAY_STATE_DIR: join(dir, 'state')}
+const run = (args) => {
+  const r = spawnSync(process.execPath, [...cli, ...args], {env, encoding: 'utf8'})
+  if (r.status !== 0) throw new Error(`gpu-cosplay ${args.join(' ')} failed: ${r.stderr}${r.stdout}`)
+  return r.stdout
+}
+try {
+  execFileSync(env.GPU_COSPLAY_NVIDIA_SMI, ['--sim-init', '--model', 'h200', '--gpus', '1'], {env})
+  run(['build', '--base', BASE, '--tag', TAG, '--json'])
+  const times = []
+  const loginMs = []
+  for (let i = 0; i < RUNS; i++) {
+    const start = process.hrtime.bigint()
+    const up = JSON.parse(run(['up', '3090', '--name', `bench-${i}`, '--image', TAG, '--workspace', ws, '--json']))
+    times.push(Number(process.hrtime.bigint() - start) / 1e6)
+    loginMs.push(up.container.sshLoginMs)
+    run(['down', `bench-${i}`, '--json'])
+  }
+  const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]
+
+  const rows = (image) => docker('history', '--no-trunc', '--format', '{{.ID}}\t{{.Size}}\t{{.CreatedBy}}', image).stdout.trim().split('\n')
+  const added = rows(TAG).slice(0, rows(TAG).length - rows(BASE).length)
+  const sizeOf = (ref) => Number(docker('image', 'inspect', '-f', '{{.Size}}', ref).stdout.trim())
+  const addedBytes = sizeOf(TAG) - sizeOf(BASE)
+
+  console.log(`up -> first ssh login (process start to up's return, ${RUNS} runs): median ${Math.round(median(times))} ms; inside up: median ${median(loginMs)} ms`)
+  console.log(`layers docker/Dockerfile adds on ${BASE}: ${(addedBytes / 1024 / 1024).toFixed(1)} MiB in ${added.length} layer(s)`)
+  for (const r of added) {
+    const [, size, createdBy] = r.split('\t')
+    console.log(`  ${size.padStart(8)}  ${createdBy.replace(/\s+/g, ' ').slice(0, 90)}`)
+  }
+  console.log(JSON.stringify({upToSshMedianMs: Math.round(median(times)), upToSshSamplesMs: times.map(Math.round), addedLayerBytes: addedBytes}))
+} finally {
+
+  for (const i of Array.from({length: RUNS}, (_, k) => k)) docker('rm', '-f', `gpu-cosplay-bench-${i}`)
+  rmSync(dir, {recursive: true, force: true})
+  for (const suffix of ['', '.lock', '.calls.log']) rmSync(state + suffix, {force: true})
+}

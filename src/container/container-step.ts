@@ -1,0 +1,80 @@
+/**
+ * The journal step that starts a session's container: the last step of `up`, so the first one `down`
+ * undoes. Registered with the engine at import; `up`, `down` and `recover` import this module so that a
+ * journal naming 'start-container' can be undone by any of them, also in another process after a crash.
+ *
+ * Params are the whole container spec (JSON), so undo never needs anything but the journal entry. The
+ * container carries the session label: an entry still 'intended' (the process died between "container
+ * created" and "recorded") is undone by finding the container by that label.
+ */
+import createDebug from 'debug'
+
+import type {JournalEntry} from '../apply/gpu-book.js'
+import {registerStep} from '../apply/steps/registry.js'
+import type {Json, StepContext, StepImpl} from '../apply/steps/step.js'
+import {DEBUG_NS, LABELS} from '../core/names.js'
+import type {ContainerSpec} from './runtime.js'
+import {DockerRuntime} from './runtime.js'
+
+const debug = createDebug(DEBUG_NS.container)
+
+/** Test-only: `GPU_COSPLAY_TEST_PAUSE_AFTER_STEP=start-container` sleeps after the container started, before the step is recorded done (the crash tests kill -9 there). */
+export const TEST_PAUSE_ENV = 'GPU_COSPLAY_TEST_PAUSE_AFTER_STEP'
+
+export type StartContainerParams = {
+  readonly spec: ContainerSpec
+}
+
+let runtimeFactory: () => DockerRuntime = () => new DockerRuntime()
+
+/** For tests that bring their own engine client. */
+export function useRuntime(factory: () => DockerRuntime): void {
+  runtimeFactory = factory
+}
+
+export const startContainer: StepImpl = {
+  kind: 'start-container',
+
+  describe(params: Json): string {
+    const spec = (params as StartContainerParams).spec
+    return `start container ${spec.name} from ${spec.image}`
+  },
+
+  async readPrior(): Promise<Json> {
+    return {}
+  },
+
+  async apply(ctx: StepContext, params: Json): Promise<Json> {
+    const {spec} = params as StartContainerParams
+    const started = await runtimeFactory().createAndStart(spec)
+    ctx.session.container = {id: started.id, name: started.name, image: spec.image, sshPort: started.sshPort}
+    if (process.env[TEST_PAUSE_ENV] === 'start-container') {
+      debug('test pause after start-container (%s)', TEST_PAUSE_ENV)
+      await new Promise((resolve) => setTimeout(resolve, 60_000))
+    }
+    return {id: started.id, name: started.name, sshPort: started.sshPort, sshBindAddress: started.sshBindAddress}
+  },
+
+  async undo(ctx: StepContext, entry: JournalEntry): Promise<void> {
+    const runtime = runtimeFactory()
+    const {spec} = entry.params as StartContainerParams
+    const ids = new Set<string>()
+    const recordedId = (entry.result as {id?: string} | null)?.id
+    if (recordedId) ids.add(recordedId)
+    // Also (and for an 'intended' entry, only) whatever carries this session's label and the name we asked for.
+    const session = spec.labels[LABELS.session]
+    if (session) {
+      for (const found of await runtime.listByLabel({[LABELS.session]: session})) {
+        if (found.name === spec.name || found.id === recordedId) ids.add(found.id)
+      }
+    }
+    for (const id of ids) {
+      const outcome = await runtime.remove(id, {force: true})
+      debug('undo start-container %s: %s', id.slice(0, 12), outcome)
+    }
+    if (ids.size === 0) debug('undo start-container %s: nothing to remove', spec.name)
+    ctx.session.container = null
+  },
+}
+
+registerStep(startContainer)

@@ -1,0 +1,97 @@
+/**
+ * Everything `up` settles about the container before it takes the GPU lock: the engine answers, the image
+ * is there (the default one is built on first use), the ssh key, the port. Nothing here touches the GPU,
+ * so a missing engine or image fails before any GPU change.
+ */
+import {statSync} from 'node:fs'
+import path from 'node:path'
+
+import getPort from 'get-port'
+
+import {ContainerError, InputError} from '../core/errors.js'
+import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'
+import type {BuildEvent} from './runtime.js'
+import {DockerRuntime} from './runtime.js'
+import type {ContainerOptions} from './session-container.js'
+import {loadOrCreateSshIdentity, type SshIdentity} from './ssh-keys.js'
+
+export type PrepareInput = {
+  readonly imageRef: string | null
+  readonly version: string
+  readonly packageRoot: string
+  readonly stateDir: string
+  /** the session owner: the key folder is theirs */
+  readonly ownerUid: number
+  /** who the container's user is (the owner, except for root: see up) */
+  readonly owner: {readonly uid: number; readonly gid: number; readonly user: string}
+  readonly workspace: string
+  readonly volumes: readonly string[]
+  readonly env: Readonly<Record<string, string>>
+  readonly sshPort: number | null
+  readonly sshBind: string
+  readonly shmSizeBytes: number | null
+  readonly hasTf32: boolean
+  /** called before a first-use build starts, then with each build event */
+  readonly onBuildStart?: (tag: string, base: string) => void
+  readonly onBuildProgress?: (event: BuildEvent) => void
+}
+
+export type PreparedContainer = {
+  readonly options: ContainerOptions
+  readonly identity: SshIdentity
+  /** the default image when this call had to build it */
+  readonly built: CosplayBuild | null
+}
+
+/** Per-user key folder inside the (possibly shared) state directory. */
+export function sshKeyDir(stateDir: string, uid: number): string {
+  return path.join(stateDir, 'users', String(uid))
+}
+
+export async function prepareContainer(input: PrepareInput, runtime: DockerRuntime = new DockerRuntime()): Promise<PreparedContainer> {
+  assertDirectory(input.workspace)
+  await runtime.ping()
+  const imageRef = input.imageRef ?? defaultImageTag(input.version)
+  let image = await runtime.inspectImage(imageRef)
+  let built: CosplayBuild | null = null
+  if (!image) {
+    if (input.imageRef !== null) {
+      throw new ContainerError('IMAGE_NOT_FOUND', `no image ${imageRef} on this Docker engine`, {fix: [`docker pull ${imageRef}`, 'or leave out --image to use the cosplay image']})
+    }
+    const base = baseImageFor({})
+    input.onBuildStart?.(imageRef, base)
+    built = await buildCosplayImage(runtime, {base, tag: imageRef, version: input.version, packageRoot: input.packageRoot, onProgress: input.onBuildProgress})
+    image = await runtime.inspectImage(imageRef)
+    if (!image) throw new ContainerError('IMAGE_NOT_FOUND', `the build of ${imageRef} left no image`)
+  }
+  const identity = await loadOrCreateSshIdentity({stateDir: sshKeyDir(input.stateDir, input.ownerUid), comment: `gpu-cosplay ${input.owner.user}`})
+  const sshPort = image.hasSshd ? (input.sshPort ?? (await getPort({host: input.sshBind === '::' ? undefined : input.sshBind}))) : null
+  return {
+    identity,
+    built,
+    options: {
+      image,
+      imageRef,
+      owner: input.owner,
+      authorizedKeys: identity.authorizedKeys,
+      workspace: input.workspace,
+      volumes: input.volumes,
+      env: input.env,
+      sshPort,
+      sshBind: input.sshBind,
+      shmSizeBytes: input.shmSizeBytes,
+      hasTf32: input.hasTf32,
+      packageRoot: input.packageRoot,
+    },
+  }
+}
+
+function assertDirectory(dir: string): void {
+  let isDir = false
+  try {
+    isDir = statSync(dir).isDirectory()
+  } catch {
+    // reported below
+  }
+  if (!isDir) throw new InputError('BAD_WORKSPACE', `--workspace ${dir} is not a folder`)
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# npm run test:e2e: the Docker end-to-end tests, on a clean machine, as root.
+#   1. setup-docker.sh: docker.io + debootstrap, dockerd with the stub nvidia hook, the Debian base image,
+#      the non-root test user `cosplayer` (uid 1234) in the docker group;
+#   2. passwordless sudo for cosplayer for exactly the simulator's path, keeping GPU_COSPLAY_SIM_STATE, so
+#      the CLI changes the (simulated) GPU the way a non-root user does on a real box (`sudo -n nvidia-smi`);
+#   3. the built CLI, then jest's e2e project (every CLI call runs as cosplayer);
+#   4. nothing labelled io.gpu-cosplay.* may remain.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+cd "$REPO"
+if [ "$(id -u)" -ne 0 ]; then exec sudo -E bash "$0" "$@"; fi
+
+bash "$HERE/setup-docker.sh"
+
+SIM="$REPO/test/sim/nvidia-smi"
+SUDOERS=/etc/sudoers.d/gpu-cosplay-e2e
+cat >"$SUDOERS.tmp" <<RULES
+# gpu-cosplay e2e: the test user may change the simulated GPU, as a real user may run nvidia-smi via sudo
+Defaults!$SIM env_keep += "GPU_COSPLAY_SIM_STATE"
+cosplayer ALL=(root) NOPASSWD: $SIM
+RULES
+chmod 0440 "$SUDOERS.tmp"
+visudo -cqf "$SUDOERS.tmp" && mv "$SUDOERS.tmp" "$SUDOERS"
+
+[ -d node_modules ] || npm ci --no-audit --no-fund
+npm run build --silent
+
+status=0
+node --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects e2e --runInBand "$@" || status=$?
+
+left=$(docker ps -a --format '{{.ID}} {{.Labels}}' | grep 'io\.gpu-cosplay\.' || true)
+if [ -n "$left" ]; then
+  echo "e2e: containers labelled io.gpu-cosplay.* remain:" >&2
+  echo "$left" >&2
+  status=1
+else
+  echo "e2e: nothing labelled io.gpu-cosplay.* remains"
+fi
+exit $status

@@ -1,0 +1,131 @@
+/**
+ * Real Docker end to end (run by test/e2e/run.sh as root; every CLI call runs as the non-root `cosplayer`):
+ * the cosplay image built by the tool on the local Debian base, `up 3090` on a simulated H200, ssh and exec
+ * into it, verify, a BYO image without sshd, `down`, a kill -9 mid-`up` then `recover`, and Docker down.
+ */
+import {statSync, writeFileSync} from 'node:fs'
+import {jest} from '@jest/globals'
+import {join} from 'node:path'
+
+import {BASE_IMAGE, containersOf, docker, NO_SSHD_IMAGE, UID, waitFor, World} from './support.js'
+
+jest.setTimeout(180_000)
+
+let world: World
+beforeEach(() => {
+  world = new World()
+})
+afterEach(() => world.cleanup())
+
+beforeAll(() => {
+  // a "bring your own" image: the Debian base with sshd taken out, no cosplay label
+  docker(['build', '-q', '-t', NO_SSHD_IMAGE, '-'], `FROM ${BASE_IMAGE}\nRUN rm -f /usr/sbin/sshd\n`)
+})
+
+describe('build', () => {
+  it('builds the cosplay image on a local base, as the non-root user', () => {
+    const built = world.json(['build', '--base', BASE_IMAGE])
+    expect(built.exitCode).toBe(0)
+    expect(built.json.base).toBe(BASE_IMAGE)
+    expect(built.json.addedBytes).toBeGreaterThan(0)
+    const labels = JSON.parse(docker(['image', 'inspect', '-f', '{{json .Config.Labels}}', built.json.tag]))
+    expect(labels['io.gpu-cosplay.image']).toBe('1')
+  })
+
+  it('fails clearly on a build error', () => {
+    const failed = world.json(['build', '--base', 'gpu-cosplay-test-no-such-base:none', '--tag', 'gpu-cosplay-test:broken'])
+    expect(failed.exitCode).toBe(5)
+    expect(failed.json.error.code).toBe('IMAGE_BUILD_FAILED')
+  })
+})
+
+describe('a session', () => {
+  it('up 3090, reached over ssh and exec as the user, verified, then down leaves nothing', () => {
+    const before = world.gpuState()
+    const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace])
+    expect(up.exitCode).toBe(0)
+    expect(up.json.container.sshPort).toEqual(expect.any(Number))
+    expect(up.json.container.user).toBe('cosplayer')
+    expect(up.json.container.connect.ssh).toContain(`-p ${up.json.container.sshPort}`)
+    expect(containersOf(world.id)).toHaveLength(1)
+    const labels = JSON.parse(docker(['inspect', '-f', '{{json .Config.Labels}}', up.json.container.id]))
+    expect(labels).toMatchObject({'io.gpu-cosplay.session': world.id, 'io.gpu-cosplay.owner': String(UID), 'io.gpu-cosplay.mig-uuid': up.json.mig.uuid})
+
+    expect(world.cli(['ssh', world.id, '--', 'id', '-u']).stdout.trim()).toBe(String(UID))
+    // NAME may be left out: the user has one session
+    expect(world.cli(['ssh', '--', 'printenv', 'GPU_COSPLAY_NAME']).stdout.trim()).toBe('NVIDIA GeForce RTX 3090')
+    expect(world.cli(['ssh', world.id, '--', 'exit 7']).exitCode).toBe(7)
+    expect(world.cli(['ssh', world.id, '--', 'echo hi > /workspace/from-ssh.txt']).exitCode).toBe(0)
+    expect(statSync(join(world.workspace, 'from-ssh.txt')).uid).toBe(UID)
+
+    expect(world.cli(['exec', world.id, '--', 'printenv', 'GPU_COSPLAY_NAME']).stdout.trim()).toBe('NVIDIA GeForce RTX 3090')
+    expect(world.cli(['exec', '--', 'id', '-u']).stdout.trim()).toBe(String(UID))
+    expect(world.cli(['exec', world.id, '--', 'sh', '-c', 'exit 3']).exitCode).toBe(3)
+    const smi = world.cli(['exec', world.id, '--', 'nvidia-smi', '-L'])
+    expect(smi.exitCode).toBe(0)
+    expect(smi.stdout).toContain('NVIDIA GeForce RTX 3090')
+    expect(smi.stdout).not.toMatch(/MIG|H200/)
+
+    const verify = world.json(['verify', world.id])
+    expect(verify.exitCode).toBe(0)
+    const status = Object.fromEntries(verify.json.checks.map((c: any) => [c.name, c.status]))
+    expect(status).toMatchObject({env: 'PASS', user: 'PASS', 'shim.shadows': 'PASS', 'shim.output': 'PASS', 'hook.loaded': 'PASS', torch: 'SKIP'})
+    expect(verify.json.summary.FAIL).toBe(0)
+
+    const config = world.json(['ssh-config'])
+    expect(config.json.entry).toContain(`Port ${up.json.container.sshPort}`)
+
+    // a fit report line as the hook writes it, read from the workspace on the host
+    world.cli(['exec', world.id, '--', 'mkdir', '-p', '/workspace/.gpu-cosplay'])
+    const line = {pid: 42, argv: ['train.py'], peakReservedBytes: 30 * 2 ** 30, peakAllocatedBytes: 20 * 2 ** 30, capBytes: 24 * 2 ** 30, t: 1}
+    writeFileSync(join(world.workspace, '.gpu-cosplay', 'fit.jsonl'), `${JSON.stringify(line)}\n`)
+    const report = world.json(['report'])
+    expect(report.json.rows).toEqual([expect.objectContaining({pid: 42, fits: false, headroomBytes: -6 * 2 ** 30})])
+
+    const down = world.json(['down', world.id])
+    expect(down.exitCode).toBe(0)
+    expect(containersOf(world.id)).toEqual([])
+    expect(world.gpuState()).toEqual(before)
+    expect(world.leftovers()).toEqual({sessions: [], leases: []})
+  })
+
+  it('a BYO image without sshd works through docker exec', () => {
+    const before = world.gpuState()
+    const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--image', NO_SSHD_IMAGE])
+    expect(up.exitCode).toBe(0)
+    expect(up.json.container.sshPort).toBeNull()
+    expect(world.cli(['ssh', world.id, '--', 'id', '-u']).stdout.trim()).toBe(String(UID))
+    expect(world.cli(['exec', world.id, '--', 'printenv', 'GPU_COSPLAY_NAME']).stdout.trim()).toBe('NVIDIA GeForce RTX 3090')
+    // the bind-mounted shim is first on PATH for exec too
+    expect(world.cli(['exec', world.id, '--', 'nvidia-smi', '-L']).stdout).toContain('NVIDIA GeForce RTX 3090')
+    expect(world.json(['ssh-config', world.id]).json.error.code).toBe('NO_SSHD')
+    expect(world.json(['down', world.id]).exitCode).toBe(0)
+    expect(containersOf(world.id)).toEqual([])
+    expect(world.gpuState()).toEqual(before)
+  })
+})
+
+describe('failures', () => {
+  it('kill -9 after the container was created, then recover: container gone, GPU restored', async () => {
+    const before = world.gpuState()
+    const running = world.start(['up', '3090', '--name', world.id, '--workspace', world.workspace], {GPU_COSPLAY_TEST_PAUSE_AFTER_STEP: 'start-container'})
+    await waitFor(() => containersOf(world.id).length === 1, 60_000)
+    running.kill()
+    await running.done
+    expect(containersOf(world.id)).toHaveLength(1)
+    const recovered = world.json(['recover'])
+    expect(recovered.exitCode).toBe(0)
+    expect(recovered.json.gpus[0].recovered).toEqual([world.id])
+    expect(containersOf(world.id)).toEqual([])
+    expect(world.gpuState()).toEqual(before)
+    expect(world.leftovers()).toEqual({sessions: [], leases: []})
+  })
+
+  it('Docker unreachable: one clear error before any GPU change', () => {
+    const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace], {DOCKER_HOST: 'unix:///nonexistent/gpu-cosplay-e2e.sock'})
+    expect(up.exitCode).toBe(5)
+    expect(up.json.error.code).toBe('DOCKER_UNREACHABLE')
+    expect(world.mutatingCalls()).toEqual([])
+    expect(world.leftovers()).toEqual({sessions: [], leases: []})
+  })
+})
