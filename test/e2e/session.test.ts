@@ -105,6 +105,34 @@ describe('a session', () => {
   })
 })
 
+describe('the costume with real torch', () => {
+  // Debian's CPU build of torch in a cosplay image: the hook must never break `import torch`, and it loads.
+  const TORCH_IMAGE = 'gpu-cosplay-test-torch:bookworm'
+
+  it('imports torch with the hook active in a session, and verify runs', () => {
+    const built = world.json(['build', '--base', BASE_IMAGE])
+    expect(built.exitCode).toBe(0)
+    docker(
+      ['build', '-q', '-t', TORCH_IMAGE, '-'],
+      `FROM ${built.json.tag}\nRUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-torch && rm -rf /var/lib/apt/lists/*\n`,
+    )
+    const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--image', TORCH_IMAGE])
+    expect(up.exitCode).toBe(0)
+    const probe = world.cli([
+      'exec', world.id, '--', 'python3', '-c',
+      "import sys, torch; print(torch.__version__); print('gpu_cosplay_hook' in sys.modules); print(torch.cuda.is_available())",
+    ])
+    expect(probe.exitCode).toBe(0)
+    const [version, hookLoaded, cuda] = probe.stdout.trim().split('\n')
+    expect(version).toMatch(/^\d+\.\d+/)
+    expect(hookLoaded).toBe('True')
+    expect(cuda).toBe('False')
+    const verify = world.json(['verify', world.id])
+    expect(verify.json.summary.FAIL).toBe(0)
+    expect(world.json(['down', world.id]).exitCode).toBe(0)
+  })
+})
+
 describe('failures', () => {
   it('kill -9 after the container was created, then recover: container gone, GPU restored', async () => {
     const before = world.gpuState()
