@@ -130,7 +130,6 @@ export const setPowerLimit = leaseStep({
   write: (gpu, index, value) => gpu.setPowerLimit(index, value as number),
 })
 
-export type LeaseParams = Json
 
 /** Leases nobody holds any more (their sessions were lost to a reboot): put back what was found, drop them. */
 export async function settleUnheldLeases(ctx: Pick<StepContext, 'gpu' | 'book' | 'refresh' | 'notes'>): Promise<void> {

@@ -18,7 +18,3 @@ export function stepFor(kind: StepKind): StepImpl {
   if (!step) throw new StateError('UNKNOWN_STEP', `the journal names a step this version cannot undo: ${kind}`, {fix: ['run this with the gpu-cosplay version that wrote it']})
   return step
 }
-
-export function allStepKinds(): StepKind[] {
-  return [...STEPS.keys()]
-}
