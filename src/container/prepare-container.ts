@@ -15,22 +15,14 @@ import {DockerRuntime} from './runtime.js'
 import type {ContainerOptions} from './session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from './ssh-keys.js'
 
-export type PrepareInput = {
+/** What `up` asks for; the image, its reference and the authorized keys are settled here. */
+export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys'> & {
+  /** the image the user asked for; null: the default cosplay image */
   readonly imageRef: string | null
   readonly version: string
-  readonly packageRoot: string
   readonly stateDir: string
   /** the session owner: the key folder is theirs */
   readonly ownerUid: number
-  /** who the container's user is (the owner, except for root: see up) */
-  readonly owner: {readonly uid: number; readonly gid: number; readonly user: string}
-  readonly workspace: string
-  readonly volumes: readonly string[]
-  readonly env: Readonly<Record<string, string>>
-  readonly sshPort: number | null
-  readonly sshBind: string
-  readonly shmSizeBytes: number | null
-  readonly hasTf32: boolean
   /** called before a first-use build starts, then with each build event */
   readonly onBuildStart?: (tag: string, base: string) => void
   readonly onBuildProgress?: (event: BuildEvent) => void
