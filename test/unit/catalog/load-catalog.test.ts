@@ -6,7 +6,7 @@ import {fileURLToPath} from 'node:url'
 import {loadCatalog, parseCatalogText} from '../../../src/catalog/load-catalog.js'
 import {resolveTarget} from '../../../src/catalog/resolve-target.js'
 import {userCatalogDirs} from '../../../src/catalog/user-catalog-dirs.js'
-import {CosplayError} from '../../../src/core/errors.js'
+import {thrown} from '../support/thrown.js'
 
 const builtinDir = fileURLToPath(new URL('../../../catalog', import.meta.url))
 
@@ -31,16 +31,6 @@ const TARGET = `  - key: rtx_9090
     source: my imagination
 `
 const targetsFile = (body: string) => `version: 1\ntargets:\n${body}`
-
-function thrown(fn: () => unknown): CosplayError {
-  try {
-    fn()
-  } catch (error) {
-    if (error instanceof CosplayError) return error
-    throw error
-  }
-  throw new Error('expected a CosplayError')
-}
 
 let tmp: string
 beforeEach(() => {

@@ -4,20 +4,10 @@ import {loadCatalog} from '../../../src/catalog/load-catalog.js'
 import {matchHostModel} from '../../../src/catalog/match-host-model.js'
 import {normaliseGpuName} from '../../../src/catalog/normalise-gpu-name.js'
 import {resolveHostModel, resolveTarget} from '../../../src/catalog/resolve-target.js'
-import {CosplayError} from '../../../src/core/errors.js'
+import {thrown} from '../support/thrown.js'
 
 const builtinDir = fileURLToPath(new URL('../../../catalog', import.meta.url))
 const catalog = loadCatalog({builtinDir, userDirs: []})
-
-function thrown(fn: () => unknown): CosplayError {
-  try {
-    fn()
-  } catch (error) {
-    if (error instanceof CosplayError) return error
-    throw error
-  }
-  throw new Error('expected a CosplayError')
-}
 
 describe('normaliseGpuName', () => {
   it.each([

@@ -1,9 +1,9 @@
 import type {HostModel, Target} from '../../../src/catalog/types.js'
-import {isCosplayError} from '../../../src/core/errors.js'
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
 import {fp32TflopsAt} from '../../../src/plan/throughput.js'
 import type {PlanHost} from '../../../src/plan/types.js'
+import {thrown} from '../support/thrown.js'
 import {builtinCatalog, hostModel, target} from './catalog-for-tests.js'
 
 const MIG_HOSTS = ['h200', 'h100-sxm', 'h100-pcie', 'a100-80g', 'a100-40g', 'a30']
@@ -20,14 +20,6 @@ function withFree(host: PlanHost, free: Record<string, number>): PlanHost {
   return {...host, profiles: host.profiles!.map((p) => ({...p, free: free[p.name] ?? 0}))}
 }
 
-function errorCode(fn: () => unknown): string {
-  try {
-    fn()
-  } catch (error) {
-    return isCosplayError(error) ? error.code : `not a CosplayError: ${String(error)}`
-  }
-  return 'no error'
-}
 
 describe('planCosplay --match fp32', () => {
   const cases = MIG_HOSTS.flatMap((h) => builtinCatalog().targets.map((t) => [h, t.key] as const))
@@ -110,7 +102,7 @@ describe('planCosplay on an H200 model', () => {
   it('chooses only among free profiles and fails cleanly when none that fits is free', () => {
     const only3g = withFree(h200, {'3g.71gb': 1, '1g.18gb': 3})
     expect(planCosplay(target('3090'), only3g).mig?.profile).toBe('3g.71gb')
-    expect(errorCode(() => planCosplay(target('3090'), withFree(h200, {'1g.18gb': 3})))).toBe('MIG_NO_FREE_SLOT')
+    expect(thrown(() => planCosplay(target('3090'), withFree(h200, {'1g.18gb': 3}))).code).toBe('MIG_NO_FREE_SLOT')
   })
 
   it('plans with a clock another session holds, and says so', () => {
