@@ -1,11 +1,11 @@
 import createDebug from 'debug'
 
-import {HostError, StateError} from '../core/errors.js'
+import {StateError} from '../core/errors.js'
 import {DEBUG_NS} from '../core/names.js'
 import type {GpuControl} from '../host/gpu-control.js'
 import type {HostGpu} from '../host/types.js'
 import type {GpuBook, SessionRecord} from './gpu-book.js'
-import {stepFor} from './steps/registry.js'
+import {type StepRegistry, stepFor} from './steps/registry.js'
 import type {PlannedStep, StepContext} from './steps/step.js'
 
 const debug = createDebug(DEBUG_NS.apply)
@@ -15,6 +15,9 @@ export type Cancellation = {readonly requested: boolean}
 
 export type Persist = () => void
 
+/** What the engine acts through: the GPU, and the steps it knows how to undo. */
+export type EngineDeps = {readonly gpu: GpuControl; readonly steps: StepRegistry}
+
 export function stepContext(gpu: GpuControl, book: GpuBook, session: SessionRecord, live: HostGpu): StepContext {
   const ctx: StepContext = {
     gpu,
@@ -23,10 +26,8 @@ export function stepContext(gpu: GpuControl, book: GpuBook, session: SessionReco
     live,
     notes: [],
     async refresh() {
-      const found = (await gpu.probe()).gpus.find((g) => g.uuid === book.gpu.uuid)
-      if (!found) throw new HostError('GPU_GONE', `GPU ${book.gpu.uuid} (${book.gpu.name}) is no longer listed by nvidia-smi`)
-      ctx.live = found
-      return found
+      ctx.live = await gpu.probeGpu(book.gpu.uuid)
+      return ctx.live
     },
   }
   return ctx
@@ -59,13 +60,13 @@ export async function runSteps(ctx: StepContext, persist: Persist, steps: readon
  * Reverts the session's journal newest-first, marking each entry as it goes, so that a crash here
  * leaves a journal the next run can finish. Keeps going past a failing undo and throws the first error.
  */
-export async function unwindSession(ctx: StepContext, persist: Persist): Promise<void> {
+export async function unwindSession(ctx: StepContext, persist: Persist, steps: StepRegistry): Promise<void> {
   let firstError: unknown = null
   for (const entry of [...ctx.session.journal].reverse()) {
     if (entry.state === 'undone') continue
     try {
       debug('%s: undo %s (%s)', ctx.session.name, entry.kind, entry.state)
-      await stepFor(entry.kind).undo(ctx, entry)
+      await stepFor(steps, entry.kind).undo(ctx, entry)
       entry.state = 'undone'
       persist()
     } catch (error) {
@@ -81,18 +82,18 @@ export async function unwindSession(ctx: StepContext, persist: Persist): Promise
  * died mid-way: roll each back (a killed `up`) or finish it (a killed `down`). Both mean undoing what
  * the journal says was, or may have been, done.
  */
-export async function recoverAbandoned(gpu: GpuControl, book: GpuBook, live: HostGpu, persist: Persist): Promise<{recovered: string[]; notes: string[]}> {
+export async function recoverAbandoned(deps: EngineDeps, book: GpuBook, live: HostGpu, persist: Persist): Promise<{recovered: string[]; notes: string[]; live: HostGpu}> {
   const recovered: string[] = []
   const notes: string[] = []
   for (const session of Object.values(book.sessions)) {
     if (session.phase === 'active') continue
-    const ctx = stepContext(gpu, book, session, live)
-    await unwindSession(ctx, persist)
+    const ctx = stepContext(deps.gpu, book, session, live)
+    await unwindSession(ctx, persist, deps.steps)
     delete book.sessions[session.name]
     persist()
     recovered.push(session.name)
     notes.push(...ctx.notes)
     live = ctx.live
   }
-  return {recovered, notes}
+  return {recovered, notes, live}
 }

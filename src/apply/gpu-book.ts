@@ -4,6 +4,7 @@ import {z} from 'zod'
 
 import {StateError} from '../core/errors.js'
 import {STEP_KINDS} from '../core/names.js'
+import {planSchema} from '../plan/plan-schema.js'
 import {readTextIfExists, writeJsonAtomic} from './json-file.js'
 
 /**
@@ -37,6 +38,28 @@ const journalEntry = z.strictObject({
 })
 export type JournalEntry = z.infer<typeof journalEntry>
 
+/** How the session commands reach the container: the account the entrypoint made, and its workspace. */
+const containerAccess = z.strictObject({
+  user: z.string(),
+  uid: z.number().int(),
+  gid: z.number().int(),
+  /** host folder mounted at /workspace */
+  workspace: z.string().nullable(),
+})
+export type ContainerAccess = z.infer<typeof containerAccess>
+
+const containerRecord = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  image: z.string(),
+  /** null: no sshd published; sessions go through docker exec */
+  sshPort: z.number().nullable(),
+  /** where to connect (the bind address, or 127.0.0.1 for a wildcard bind) */
+  sshHost: z.string().nullable(),
+  ...containerAccess.shape,
+})
+export type ContainerRecord = z.infer<typeof containerRecord>
+
 const session = z.strictObject({
   name: z.string(),
   owner: z.strictObject({uid: z.number(), user: z.string()}),
@@ -46,7 +69,7 @@ const session = z.strictObject({
   /** starting and stopping are transitional: found under the lock, they belong to a process that died */
   phase: z.enum(['starting', 'active', 'stopping']),
   target: z.strictObject({key: z.string(), name: z.string()}),
-  plan: z.record(z.string(), z.unknown()),
+  plan: planSchema,
   mig: z
     .strictObject({
       profile: z.string(),
@@ -56,7 +79,7 @@ const session = z.strictObject({
       uuid: z.string().nullable(),
     })
     .nullable(),
-  container: z.strictObject({id: z.string(), name: z.string(), image: z.string(), sshPort: z.number().nullable()}).nullable(),
+  container: containerRecord.nullable(),
   journal: z.array(journalEntry),
 })
 export type SessionRecord = z.infer<typeof session>

@@ -32,6 +32,13 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: () =
       },
     })
   } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') {
+      // Not contention (a missing or unwritable folder...): say what it is, at once.
+      throw new StateError('GPU_LOCK_FAILED', `cannot take the lock of GPU ${gpuUuid} in ${path.dirname(target)}: ${(error as Error).message}`, {
+        cause: error,
+        fix: ['check the state directory: gpu-cosplay doctor'],
+      })
+    }
     throw new StateError('GPU_LOCKED', `GPU ${gpuUuid} is busy: another gpu-cosplay command has held its lock for over ${waitMs / 1000} s`, {
       cause: error,
       fix: ['wait for it to finish, then retry', 'see what runs: gpu-cosplay status'],

@@ -1,6 +1,6 @@
 import type {HostProbe} from '../host/types.js'
 import type {Lease, Setting} from './gpu-book.js'
-import {listBooks} from './tear-down.js'
+import {listBooks} from './book-store.js'
 
 export type SessionSummary = {
   name: string

@@ -1,13 +1,7 @@
 import os from 'node:os'
 
-import type {GpuControl} from '../host/gpu-control.js'
-import {recoverAbandoned} from './engine.js'
-import {bookPath, readBook, writeBook} from './gpu-book.js'
-import {withGpuLock} from './gpu-lock.js'
-import {forgetIfRebooted} from './reboot.js'
+import {type BookStoreDeps, listBooks, withBook} from './book-store.js'
 import {readClaims, releaseName} from './session-names.js'
-import {settleUnheldLeases} from './steps/lease-steps.js'
-import {listBooks, liveGpu} from './tear-down.js'
 
 export type RecoverResult = {
   readonly gpus: readonly {readonly uuid: string; readonly name: string; readonly recovered: readonly string[]}[]
@@ -16,26 +10,18 @@ export type RecoverResult = {
 }
 
 /** For every GPU the tool has touched: roll back or finish the sessions of processes that died mid-way. */
-export async function recoverAll(deps: {gpu: GpuControl; stateDir: string; bootId: string | null}): Promise<RecoverResult> {
+export async function recoverAll(deps: BookStoreDeps): Promise<RecoverResult> {
   const gpus: {uuid: string; name: string; recovered: string[]}[] = []
   const notes: string[] = []
   for (const {book: seen} of listBooks(deps.stateDir)) {
-    const uuid = seen.gpu.uuid
-    await withGpuLock(deps.stateDir, uuid, async () => {
-      const file = bookPath(deps.stateDir, uuid)
-      const book = readBook(file)!
-      const persist = () => writeBook(file, book)
-      const live = await liveGpu(deps.gpu, uuid)
-      const before = Object.keys(book.sessions)
-      notes.push(...forgetIfRebooted(book, deps.bootId))
-      const lostToReboot = before.filter((n) => !(n in book.sessions))
-      const result = await recoverAbandoned(deps.gpu, book, live, persist)
-      const ctx = {gpu: deps.gpu, book, notes: [] as string[], refresh: () => liveGpu(deps.gpu, uuid)}
-      await settleUnheldLeases(ctx)
-      persist()
-      gpus.push({uuid, name: book.gpu.name, recovered: [...lostToReboot, ...result.recovered]})
-      notes.push(...result.notes, ...ctx.notes)
+    // Opening the book under its lock is the recovery: withBook rolls back what dead processes left.
+    let bookNotes: readonly string[] = []
+    const recovered = await withBook(deps, seen.gpu, async (open) => {
+      bookNotes = open.notes
+      return [...open.recovered]
     })
+    notes.push(...bookNotes)
+    gpus.push({uuid: seen.gpu.uuid, name: seen.gpu.name, recovered})
   }
   return {gpus, releasedNames: releaseDeadClaims(deps.stateDir), notes}
 }
@@ -52,7 +38,7 @@ function releaseDeadClaims(stateDir: string): string[] {
   return released
 }
 
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
     return true

@@ -35,6 +35,28 @@ export function resolveStateDir(env: Readonly<Record<string, string | undefined>
   }
 }
 
+/**
+ * Where state is kept, for commands that only read (`plan`, `ps`, `status`, `doctor`): the same choice as
+ * resolveStateDir, but nothing is created. Null when no state directory exists yet (nothing was ever done).
+ */
+export function findStateDir(env: Readonly<Record<string, string | undefined>>, homeDir: string): StateDir | null {
+  const explicit = env[HOST_ENV.stateDir]
+  if (explicit) return fs.existsSync(explicit) ? {dir: explicit, isShared: true, warning: null} : null
+  if (isWritableDir(SHARED_STATE_DIR)) return {dir: SHARED_STATE_DIR, isShared: true, warning: null}
+  const personal = path.join(env.XDG_STATE_HOME || path.join(homeDir, '.local', 'state'), 'gpu-cosplay')
+  if (fs.existsSync(personal)) return {dir: personal, isShared: false, warning: null}
+  return fs.existsSync(SHARED_STATE_DIR) ? {dir: SHARED_STATE_DIR, isShared: true, warning: null} : null
+}
+
+function isWritableDir(dir: string): boolean {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK)
+    return fs.statSync(dir).isDirectory()
+  } catch {
+    return false
+  }
+}
+
 function ensureWritable(dir: string, shared: boolean): void {
   try {
     if (!fs.existsSync(dir)) {
@@ -49,9 +71,18 @@ function ensureWritable(dir: string, shared: boolean): void {
         fs.chmodSync(subDir, 0o777)
       }
     }
-    fs.accessSync(path.join(dir, 'gpus'), fs.constants.W_OK)
-    fs.accessSync(path.join(dir, 'sessions'), fs.constants.W_OK)
+    for (const sub of ['gpus', 'sessions']) {
+      const subDir = path.join(dir, sub)
+      if (!fs.statSync(subDir).isDirectory()) throw Object.assign(new Error(`${subDir} is not a folder`), {notAFolder: true})
+      fs.accessSync(subDir, fs.constants.W_OK)
+    }
   } catch (error) {
+    if ((error as {notAFolder?: boolean}).notAFolder) {
+      throw new StateError('STATE_DIR_DAMAGED', `state directory ${dir} is damaged: ${(error as Error).message}`, {
+        cause: error,
+        fix: [`move the file away (its gpus/ and sessions/ must be folders), e.g. mv ${dir}/gpus ${dir}/gpus.bad`],
+      })
+    }
     throw new StateError('STATE_DIR_NOT_WRITABLE', `state directory ${dir} is not writable (${(error as NodeJS.ErrnoException).code ?? 'error'})`, {
       cause: error,
       exit: 4,

@@ -8,10 +8,9 @@ export type DownResult = {closed: ClosedSession[]}
 
 export default class Down extends BaseCommand {
   static summary = 'End sessions and put the GPU back as it was found'
-  static description = `Removes the session's container, destroys exactly its compute and GPU instance (by ID, never others'),
-and leaves its leases of the GPU-wide settings; the last session on a GPU restores the values that were in force
-before the first one started (and turns MIG mode off again if gpu-cosplay turned it on and no instance remains).
-Only the owner (or root) can end a session.`
+  static description = `Removes the session's container, destroys exactly its compute and GPU instance (by ID, never others'), and leaves its leases of the GPU-wide settings; the last session on a GPU restores the values that were in force before the first one started (and turns MIG mode off again if gpu-cosplay turned it on and no instance remains).
+
+Only the owner (or root) can end a session. A name given twice is ended once.`
   static examples = ['<%= config.bin %> down alice-rtx_3090', '<%= config.bin %> down a b c', '<%= config.bin %> down --all']
   static strict = false
   static args = {name: Args.string({description: 'session name(s); see gpu-cosplay ps'})}
@@ -22,11 +21,10 @@ Only the owner (or root) can end a session.`
     const names = argv as string[]
     if (names.length === 0 && !flags.all) throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
     if (names.length > 0 && flags.all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
-    const [{applyContext}, {tearDown, listSessions}] = await Promise.all([
+    const [{applyContext}, {tearDown}, {listSessions}] = await Promise.all([
       import('./support/apply-context.js'),
       import('../apply/tear-down.js'),
-      // registers the 'start-container' step: the container is the first thing undone
-      import('../container/container-step.js'),
+      import('../apply/book-store.js'),
     ])
     const ctx = await applyContext({mutates: true})
     const chosen = flags.all
@@ -36,7 +34,7 @@ Only the owner (or root) can end a session.`
       : names
     if (!this.jsonEnabled() && chosen.length > 0) ux.action.start(`Ending ${chosen.join(', ')}`)
     try {
-      const closed = await tearDown(chosen, {uid: ctx.owner.uid, isRoot: ctx.isRoot, bootId: ctx.bootId}, {gpu: ctx.gpu, stateDir: ctx.stateDir.dir})
+      const closed = await tearDown(chosen, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
       if (!this.jsonEnabled()) {
         if (chosen.length > 0) ux.action.stop('done')
         this.log(renderDown(closed))

@@ -1,12 +1,11 @@
 import {Args, Flags} from '@oclif/core'
 
 import {resolveTarget} from '../catalog/resolve-target.js'
-import {planCosplay} from '../plan/plan-cosplay.js'
 import {OBJECTIVES, type Plan as CosplayPlan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {currentCatalog, localSmi} from './support/context.js'
 import {fixed, formatTable} from './support/format-table.js'
-import {resolvePlanHost} from './support/resolve-plan-host.js'
+import {planFor} from './support/resolve-plan-host.js'
 
 export type PlanResult = CosplayPlan
 
@@ -26,14 +25,15 @@ Changes nothing.`
     'host-gpu': Flags.integer({description: 'index of the host GPU to plan for (default 0)', min: 0, exclusive: ['on']}),
     on: Flags.string({description: 'plan against a built-in host model (h200, h100-sxm, a100-80g, a30, l40s...)', exclusive: ['host-gpu']}),
     match: Flags.string({description: 'what to match most closely', options: [...OBJECTIVES], default: 'balanced'}),
+    strict: Flags.boolean({description: 'as up --strict: refuse instead of sharing a clock or power limit another session holds'}),
   }
 
   async run(): Promise<PlanResult> {
     const {args, flags} = await this.parse(Plan)
     const catalog = await currentCatalog()
     const target = resolveTarget(catalog, args.gpu)
-    const {host} = await resolvePlanHost(catalog, {on: flags.on, hostGpu: flags['host-gpu']}, () => localSmi())
-    const plan = planCosplay(target, host, flags.match as CosplayPlan['objective'])
+    const request = {on: flags.on, hostGpu: flags['host-gpu'], objective: flags.match as CosplayPlan['objective'], strict: flags.strict}
+    const plan = await planFor(catalog, target, request, () => localSmi())
     if (!this.jsonEnabled()) this.log(renderPlan(plan))
     return plan
   }
@@ -53,8 +53,8 @@ export function renderPlan(plan: CosplayPlan): string {
     `${plan.target.name} on ${where}, matching ${plan.objective}`,
     `  slice:  ${slice}${plan.needsMigEnable ? ' (MIG mode must be turned on)' : ''}`,
     `  clock:  ${plan.clockMHz === null ? `unlocked (max ${plan.effectiveClockMHz} MHz)` : `locked at ${plan.clockMHz} MHz`}`,
-    `  power:  ${plan.powerLimitW} W (GPU-wide)`,
-    `  VRAM:   capped at ${plan.vramCapGB} GiB (${plan.vramCapMiB} MiB)`,
+    `  power:  ${plan.powerLimitW === null ? 'left as found' : `${plan.powerLimitW} W`} (GPU-wide)`,
+    `  VRAM:   capped at ${plan.vramCapGiB} GiB (${plan.vramCapMiB} MiB)`,
     '',
     formatTable(['AXIS', 'EXPECTED', 'TARGET', 'ERROR'], rows),
   ]

@@ -5,22 +5,16 @@ export type RecoverCommandResult = RecoverResult
 
 export default class Recover extends BaseCommand {
   static summary = 'Finish or roll back the work of gpu-cosplay processes that died mid-way'
-  static description = `Reads every GPU's journal in the state directory. A session whose \`up\` was killed is rolled back
-(its GPU returns to the state before that \`up\`); one whose \`down\` was killed is finished. After a reboot the
-lost sessions' records are dropped (the reboot removed their instances). Active sessions are not touched.
+  static description = `Reads every GPU's journal in the state directory. A session whose \`up\` was killed is rolled back (its GPU returns to the state before that \`up\`); one whose \`down\` was killed is finished. After a reboot the lost sessions' records are dropped (the reboot removed their instances). Active sessions are not touched.
+
 Every mutating command does this for its own GPU first; run it yourself after a crash or Ctrl-C Ctrl-C.`
   static examples = ['<%= config.bin %> recover', '<%= config.bin %> recover --json']
 
   async run(): Promise<RecoverCommandResult> {
     await this.parse(Recover)
-    const [{applyContext}, {recoverAll}] = await Promise.all([
-      import('./support/apply-context.js'),
-      import('../apply/recover.js'),
-      // registers the 'start-container' step, so a killed up's container is removed too
-      import('../container/container-step.js'),
-    ])
+    const [{applyContext}, {recoverAll}] = await Promise.all([import('./support/apply-context.js'), import('../apply/recover.js')])
     const ctx = await applyContext({mutates: true})
-    const result = await recoverAll({gpu: ctx.gpu, stateDir: ctx.stateDir.dir, bootId: ctx.bootId})
+    const result = await recoverAll(ctx.deps)
     if (!this.jsonEnabled()) this.log(renderRecover(result))
     return result
   }

@@ -8,10 +8,9 @@ export type ResetCommandResult = ResetResult
 
 export default class Reset extends BaseCommand {
   static summary = 'Force one GPU back to the recorded originals, or to driver defaults when no record survives'
-  static description = `For the day state is lost: ends every gpu-cosplay session on the GPU (all users'), undoing their journals,
-and restores the GPU-wide settings recorded before the first session. With no usable record (none, or a damaged
-journal, which is moved aside), clocks are reset (-rgc) and the power limit set to the driver default; MIG
-instances no record proves are gpu-cosplay's are listed, never destroyed. Needs --yes.`
+  static description = `For the day state is lost: ends every gpu-cosplay session on the GPU (all users'), undoing their journals, and restores the GPU-wide settings recorded before the first session.
+
+With no usable record (none, or a damaged journal, which is moved aside), clocks are reset (-rgc) and the power limit set to the driver default; MIG instances no record proves are gpu-cosplay's are listed, never destroyed. Needs --yes.`
   static examples = ['<%= config.bin %> reset --host-gpu 0 --yes']
   static flags = {
     'host-gpu': Flags.integer({description: 'index of the host GPU', min: 0, default: 0}),
@@ -25,15 +24,10 @@ instances no record proves are gpu-cosplay's are listed, never destroyed. Needs 
         fix: [`see what would end: gpu-cosplay status`, `then: gpu-cosplay reset --host-gpu ${flags['host-gpu']} --yes`],
       })
     }
-    const [{applyContext}, {resetGpu}] = await Promise.all([
-      import('./support/apply-context.js'),
-      import('../apply/reset-gpu.js'),
-      // journals may name the container step; it must be known to undo it
-      import('../container/container-step.js'),
-    ])
+    const [{applyContext}, {resetGpu}] = await Promise.all([import('./support/apply-context.js'), import('../apply/reset-gpu.js')])
     const ctx = await applyContext({mutates: true})
     if (!this.jsonEnabled()) ux.action.start(`Resetting GPU ${flags['host-gpu']}`)
-    const result = await resetGpu(flags['host-gpu'], {gpu: ctx.gpu, stateDir: ctx.stateDir.dir}).catch((error: unknown) => {
+    const result = await resetGpu(flags['host-gpu'], ctx.deps).catch((error: unknown) => {
       if (!this.jsonEnabled()) ux.action.stop('failed')
       throw error
     })

@@ -1,10 +1,16 @@
 import path from 'node:path'
 
-import {Args, Flags, ux} from '@oclif/core'
+import {Args, Flags, type Interfaces, ux} from '@oclif/core'
 
+import type {ActiveSession} from '../apply/bring-up.js'
 import {resolveTarget} from '../catalog/resolve-target.js'
+import type {Target} from '../catalog/types.js'
+import type {LaunchedSession} from '../container/launch-session.js'
+import type {PrepareInput} from '../container/prepare-container.js'
+import {InputError} from '../core/errors.js'
 import {packageRoot} from '../core/package-root.js'
 import {OBJECTIVES, type Objective, type Plan} from '../plan/types.js'
+import type {ApplyContext} from './support/apply-context.js'
 import {BaseCommand} from './support/base-command.js'
 import {currentCatalog} from './support/context.js'
 
@@ -14,8 +20,8 @@ export type UpResult = {
   hostGpu: {index: number; uuid: string}
   mig: {uuid: string | null; gpuInstanceId: number | null; computeInstanceId: number | null; profile: string} | null
   clockMHz: number | null
-  powerLimitW: number
-  vramCapGB: number
+  powerLimitW: number | null
+  vramCapGiB: number
   /** what a workload outside a container needs: device visibility plus the costume's variables */
   env: Record<string, string>
   plan: Plan
@@ -43,18 +49,15 @@ export type UpContainer = {
   connect: {command: string; ssh: string | null; sshConfig: string | null}
 }
 
+type UpFlags = Interfaces.InferredFlags<typeof Up.flags>
+
 export default class Up extends BaseCommand {
   static summary = 'Dress a host GPU up as another GPU: MIG slice, clock lock, power cap, VRAM cap'
-  static description = `Plans like \`plan\`, then applies it as a journaled session: turns MIG mode on if needed (and records
-that it did), creates one GPU instance and one compute instance, and takes shares ("leases") of the GPU-wide
-settings: persistence mode, clock lock, power limit. Other sessions on the same GPU keep theirs; a session that
-wants a different clock or power limit shares the one in force (the plan is recomputed with it), or fails with --strict.
-Every change is written to the state directory before it is made; Ctrl-C finishes the current step and undoes
-the rest, and \`gpu-cosplay recover\` finishes the job after a crash. \`down\` puts everything back.
-Then it starts a container on the slice (the last step of the same journal, so \`down\` removes it first):
-the cosplay image (built on first use) or --image, your workspace at /workspace, you as the user, sshd on
-127.0.0.1, and returns once ssh logs in. With --no-container it stops after the GPU part and prints what
-your own workload needs.`
+  static description = `Plans like \`plan\`, then applies it as a journaled session: turns MIG mode on if needed (and records that it did), creates one GPU instance and one compute instance, and takes shares ("leases") of the GPU-wide settings: persistence mode, clock lock, power limit. Other sessions on the same GPU keep theirs; a session that wants a different clock or power limit shares the one in force (the plan is recomputed with it), or fails with --strict.
+
+Every change is written to the state directory before it is made; Ctrl-C finishes the current step and undoes the rest, and \`gpu-cosplay recover\` finishes the job after a crash. \`down\` puts everything back.
+
+Then it starts a container on the slice (the last step of the same journal, so \`down\` removes it first): the cosplay image (built on first use) or --image, your workspace at /workspace, you as the user, sshd on 127.0.0.1, and returns once ssh logs in. With --no-container it stops after the GPU part and prints what your own workload needs.`
   static examples = [
     '<%= config.bin %> up 3090',
     '<%= config.bin %> up 3090 --no-container',
@@ -71,74 +74,54 @@ your own workload needs.`
     strict: Flags.boolean({description: 'fail instead of sharing a clock or power limit another session holds'}),
     image: Flags.string({description: 'image to run (default: the cosplay image, built on first use); any other image gets the entrypoint and hooks bind-mounted'}),
     workspace: Flags.string({description: 'host folder mounted at /workspace (default: the current folder)'}),
-    volume: Flags.string({description: 'extra bind mount HOST:CONTAINER[:ro] (repeatable)', multiple: true, default: []}),
-    env: Flags.string({description: 'extra variable NAME=VALUE for the container (repeatable)', multiple: true, default: []}),
-    'ssh-port': Flags.integer({description: 'host port for the container\'s sshd (default: a free one)', min: 1, max: 65535}),
+    volume: Flags.string({description: 'extra bind mount HOST:CONTAINER[:ro] (repeatable)', multiple: true}),
+    env: Flags.string({description: 'extra variable NAME=VALUE for the container (repeatable)', multiple: true}),
+    'ssh-port': Flags.integer({description: "host port for the container's sshd (default: a free one)", min: 1, max: 65535}),
     'ssh-bind': Flags.string({description: 'host address sshd is published on', default: '127.0.0.1'}),
     'shm-size': Flags.string({description: 'size of /dev/shm, e.g. 1g', default: '1g'}),
   }
 
   async run(): Promise<UpResult> {
     const {args, flags} = await this.parse(Up)
-    const target = resolveTarget(await currentCatalog(), args.gpu)
-    const [{applyContext, cancelOnSignals}, {bringUp}, {costumeEnv}] = await Promise.all([
-      import('./support/apply-context.js'),
-      import('../apply/bring-up.js'),
-      import('../plan/costume-env.js'),
-      // registers the 'start-container' step, so a crashed session's container can be undone here too
-      import('../container/container-step.js'),
-    ])
+    const catalog = await currentCatalog()
+    const target = resolveTarget(catalog, args.gpu)
+    // Flags are checked before Docker or the GPU is contacted.
+    const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, this.config.version)
+    const [{applyContext, cancelOnSignals}, {bringUp}] = await Promise.all([import('./support/apply-context.js'), import('../apply/bring-up.js')])
     const ctx = await applyContext({mutates: true})
     const quiet = this.jsonEnabled()
     const say = (message: string) => (quiet ? undefined : this.logToStderr(message))
     const startedAt = Date.now()
-    // Docker, image (built on first use), key and port are settled before the GPU lock: no GPU change without them.
-    const container = flags['no-container'] ? null : await this.prepareContainer(flags, ctx, target.tf32Tflops !== null, quiet)
     const cancel = cancelOnSignals(say)
+    const request = {
+      target,
+      hostGpu: flags['host-gpu'],
+      objective: flags.match as Objective,
+      strict: flags.strict,
+      name: flags.name ?? null,
+      owner: ctx.owner,
+      pid: process.pid,
+      hostname: ctx.hostname,
+    }
+    const deps = {...ctx.deps, catalog, cancel, onProgress: say, isRoot: ctx.isRoot}
     if (!quiet) ux.action.start(`Applying ${target.name} to GPU ${flags['host-gpu']}`)
     try {
-      const active = await bringUp(
-        {
-          target,
-          hostGpu: flags['host-gpu'],
-          objective: flags.match as Objective,
-          strict: flags.strict,
-          name: flags.name ?? null,
-          owner: ctx.owner,
-          pid: process.pid,
-          hostname: ctx.hostname,
-          bootId: ctx.bootId,
-          ...(container ? {extraSteps: container.module.containerSteps(container.prepared.options, container.step)} : {}),
-        },
-        {gpu: ctx.gpu, stateDir: ctx.stateDir.dir, catalog: await currentCatalog(), cancel, onProgress: say},
-      )
-      if (!quiet) ux.action.stop('done')
-      const device = active.session.mig?.uuid ?? active.gpuUuid
-      const result: UpResult = {
-        name: active.name,
-        target: active.session.target,
-        hostGpu: {index: active.gpuIndex, uuid: active.gpuUuid},
-        mig: active.session.mig && {
-          uuid: active.session.mig.uuid,
-          gpuInstanceId: active.session.mig.gpuInstanceId,
-          computeInstanceId: active.session.mig.computeInstanceId,
-          profile: active.session.mig.profile,
-        },
-        clockMHz: active.plan.clockMHz,
-        powerLimitW: active.plan.powerLimitW,
-        vramCapGB: active.plan.vramCapGB,
-        env: {
-          CUDA_VISIBLE_DEVICES: device,
-          NVIDIA_VISIBLE_DEVICES: device,
-          ...costumeEnv(active.plan, {hasTf32: target.tf32Tflops !== null}, active.physicalMiB, active.name),
-        },
-        plan: active.plan,
-        warnings: [...active.plan.warnings],
-        notes: [...active.notes, ...active.recovered.map((n) => `rolled back the half-done session ${n} of a process that died`)],
-        container: null,
+      let launched: LaunchedSession | null = null
+      let active: ActiveSession
+      if (containerInput) {
+        const {launchSession} = await import('../container/launch-session.js')
+        launched = await launchSession(request, {...containerInput, stateDir: ctx.stateDir.dir, ...this.buildProgress(quiet)}, deps, {
+          onWait: (what) => {
+            cancel.dispose()
+            if (!quiet) ux.action.start(`Waiting for ${what}`)
+          },
+        })
+        active = launched.active
+      } else {
+        active = await bringUp(request, deps)
       }
-      cancel.dispose()
-      if (container) result.container = await this.awaitLogin(active.session, container, startedAt, quiet, ctx)
+      if (!quiet) ux.action.stop(launched ? `${Date.now() - startedAt} ms` : 'done')
+      const result = await upResult(active, target, launched, startedAt)
       if (!quiet) this.log(renderUp(result))
       return result
     } catch (error) {
@@ -149,107 +132,95 @@ your own workload needs.`
     }
   }
 
-  private async prepareContainer(flags: UpFlags, ctx: {stateDir: {dir: string}; owner: {uid: number; user: string}}, hasTf32: boolean, quiet: boolean) {
-    const [module, {prepareContainer}, {startContainer}, {progressLine}] = await Promise.all([
-      import('../container/session-container.js'),
-      import('../container/prepare-container.js'),
-      import('../container/container-step.js'),
-      import('../container/cosplay-image.js'),
-    ])
-    const sudoGid = Number(process.env.SUDO_GID)
-    const gid = process.getuid?.() === 0 && process.env.SUDO_USER && Number.isInteger(sudoGid) ? sudoGid : (process.getgid?.() ?? ctx.owner.uid)
-    const prepared = await prepareContainer({
-      imageRef: flags.image ?? null,
-      version: this.config.version,
-      packageRoot: packageRoot(),
-      stateDir: ctx.stateDir.dir,
-      ownerUid: ctx.owner.uid,
-      // the entrypoint never makes root the session user (ssh must not depend on root login): root gets "cosplay"
-      owner: ctx.owner.uid === 0 ? {uid: 1000, gid: 1000, user: 'cosplay'} : {uid: ctx.owner.uid, gid, user: ctx.owner.user},
-      workspace: path.resolve(flags.workspace ?? process.cwd()),
-      volumes: module.parseVolumeFlags(flags.volume, process.cwd()),
-      env: module.parseEnvFlags(flags.env),
-      sshPort: flags['ssh-port'] ?? null,
-      sshBind: flags['ssh-bind'],
-      shmSizeBytes: module.parseByteSize(flags['shm-size']),
-      hasTf32,
+  private buildProgress(quiet: boolean): Pick<PrepareInput, 'onBuildStart' | 'onBuildProgress'> {
+    return {
       onBuildStart: (tag, base) => quiet || this.logToStderr(`Building ${tag} on ${base} (first use; later runs reuse it)`),
-      onBuildProgress: (event) => {
+      onBuildProgress: async (event) => {
+        const {progressLine} = await import('../container/cosplay-image.js')
         const line = progressLine(event)
         if (line && !quiet) this.logToStderr(`  ${line}`)
       },
-    })
-    return {module, prepared, step: startContainer}
-  }
-
-  /** Waits for the first ssh login (the GPU lock is already released); a session that cannot be reached is ended. */
-  private async awaitLogin(
-    session: Parameters<typeof import('../container/session-container.js').sessionContainer>[0],
-    container: Awaited<ReturnType<Up['prepareContainer']>>,
-    startedAt: number,
-    quiet: boolean,
-    ctx: Awaited<ReturnType<typeof import('./support/apply-context.js').applyContext>>,
-  ): Promise<UpContainer> {
-    const [{sessionContainer}, {connectHints}] = await Promise.all([import('../container/session-container.js'), import('../container/connect-hints.js')])
-    const c = sessionContainer(session)
-    const keyPath = container.prepared.identity.privateKeyPath
-    let sshLoginMs: number | null = null
-    if (c.sshPort !== null && c.sshHost !== null) {
-      if (!quiet) ux.action.start(`Waiting for ssh on ${c.sshHost}:${c.sshPort}`)
-      try {
-        const {SshSession} = await import('../container/ssh-client.js')
-        const ssh = await SshSession.connectWithRetry({host: c.sshHost, port: c.sshPort, username: c.user, privateKey: container.prepared.identity.privateKey}, {timeoutMs: 30_000})
-        ssh.close()
-        sshLoginMs = Date.now() - startedAt
-        if (!quiet) ux.action.stop(`${sshLoginMs} ms`)
-      } catch (error) {
-        if (!quiet) ux.action.stop('failed; ending the session')
-        const {tearDown} = await import('../apply/tear-down.js')
-        await tearDown([session.name], {uid: ctx.owner.uid, isRoot: ctx.isRoot, bootId: ctx.bootId}, {gpu: ctx.gpu, stateDir: ctx.stateDir.dir}).catch(() => undefined)
-        throw error
-      }
     }
-    if (c.sshPort === null) await this.awaitEntrypoint(c.id, c.user, session.name, ctx)
-    return {
-      id: c.id,
-      name: c.name,
-      image: c.image,
-      sshPort: c.sshPort,
-      sshHost: c.sshHost,
-      user: c.user,
-      workspace: c.workspace,
-      keyPath,
-      builtImage: container.prepared.built !== null,
-      sshLoginMs,
-      connect: connectHints(c, keyPath),
-    }
-  }
-
-  /** Without sshd there is no login to wait for: wait until the entrypoint has made the user, so exec works at once. */
-  private async awaitEntrypoint(id: string, user: string, name: string, ctx: Awaited<ReturnType<typeof import('./support/apply-context.js').applyContext>>): Promise<void> {
-    const [{DockerRuntime}, {ContainerError}] = await Promise.all([import('../container/runtime.js'), import('../core/errors.js')])
-    const runtime = new DockerRuntime()
-    const deadline = Date.now() + 30_000
-    while (Date.now() < deadline) {
-      const probe = await runtime.exec(id, ['test', '-f', `/etc/gpu-cosplay/permit-user-environment`]).catch(() => null)
-      const who = probe?.exitCode === 0 ? await runtime.exec(id, ['id', '-u', user]).catch(() => null) : null
-      if (who?.exitCode === 0) return
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    const {tearDown} = await import('../apply/tear-down.js')
-    await tearDown([name], {uid: ctx.owner.uid, isRoot: ctx.isRoot, bootId: ctx.bootId}, {gpu: ctx.gpu, stateDir: ctx.stateDir.dir}).catch(() => undefined)
-    throw new ContainerError('CONTAINER_NOT_READY', `the entrypoint of ${name} did not create user ${user} within 30 s`, {fix: [`look at its log: docker logs gpu-cosplay-${name}`]})
   }
 }
 
-type UpFlags = {image?: string; workspace?: string; volume: string[]; env: string[]; 'ssh-port'?: number; 'ssh-bind': string; 'shm-size': string}
+/** up's container flags as the container layer takes them; bad values fail here, before anything is contacted. */
+async function containerInputFrom(flags: UpFlags, target: Target, version: string): Promise<Omit<PrepareInput, 'stateDir'>> {
+  const [{parseVolumeFlags, parseEnvFlags, parseByteSize, parseBindAddress}, {invokingUser}] = await Promise.all([
+    import('../container/container-flags.js'),
+    import('../core/invoking-user.js'),
+  ])
+  const user = invokingUser()
+  return {
+    imageRef: flags.image ?? null,
+    version,
+    packageRoot: packageRoot(),
+    ownerUid: user.uid,
+    // the entrypoint never makes root the session user (ssh must not depend on root login): root gets "cosplay"
+    owner: user.uid === 0 ? {uid: 1000, gid: 1000, user: 'cosplay'} : {uid: user.uid, gid: user.gid, user: user.user},
+    workspace: path.resolve(flags.workspace ?? process.cwd()),
+    volumes: parseVolumeFlags(flags.volume ?? [], process.cwd()),
+    env: parseEnvFlags(flags.env ?? []),
+    sshPort: flags['ssh-port'] ?? null,
+    sshBind: parseBindAddress(flags['ssh-bind']),
+    shmSizeBytes: parseByteSize(flags['shm-size']),
+    hasTf32: target.tf32Tflops !== null,
+  }
+}
+
+async function upResult(active: ActiveSession, target: Target, launched: LaunchedSession | null, startedAt: number): Promise<UpResult> {
+  const {costumeEnv} = await import('../plan/costume-env.js')
+  const device = active.session.mig?.uuid ?? active.gpuUuid
+  return {
+    name: active.name,
+    target: active.session.target,
+    hostGpu: {index: active.gpuIndex, uuid: active.gpuUuid},
+    mig: active.session.mig && {
+      uuid: active.session.mig.uuid,
+      gpuInstanceId: active.session.mig.gpuInstanceId,
+      computeInstanceId: active.session.mig.computeInstanceId,
+      profile: active.session.mig.profile,
+    },
+    clockMHz: active.plan.clockMHz,
+    powerLimitW: active.plan.powerLimitW,
+    vramCapGiB: active.plan.vramCapGiB,
+    env: {
+      CUDA_VISIBLE_DEVICES: device,
+      NVIDIA_VISIBLE_DEVICES: device,
+      ...costumeEnv(active.plan, {hasTf32: target.tf32Tflops !== null}, active.physicalMiB, active.name),
+    },
+    plan: active.plan,
+    warnings: [...active.plan.warnings],
+    notes: [...active.notes, ...active.recovered.map((n) => `rolled back the half-done session ${n} of a process that died`)],
+    container: launched && (await upContainer(launched, startedAt)),
+  }
+}
+
+async function upContainer({container: c, prepared}: LaunchedSession, startedAt: number): Promise<UpContainer> {
+  const {connectHints} = await import('../container/connect-hints.js')
+  const keyPath = prepared.identity.privateKeyPath
+  return {
+    id: c.id,
+    name: c.name,
+    image: c.image,
+    sshPort: c.sshPort,
+    sshHost: c.sshHost,
+    user: c.user,
+    workspace: c.workspace,
+    keyPath,
+    builtImage: prepared.built !== null,
+    sshLoginMs: c.sshPort === null ? null : Date.now() - startedAt,
+    connect: connectHints(c, keyPath),
+  }
+}
 
 export function renderUp(r: UpResult): string {
   const slice = r.mig ? `MIG ${r.mig.profile} (GI ${r.mig.gpuInstanceId}, CI ${r.mig.computeInstanceId}) ${r.mig.uuid}` : 'whole GPU'
+  const power = r.powerLimitW === null ? 'as found' : `${r.powerLimitW} W`
   const lines = [
     `Session ${r.name}: ${r.target.name} on GPU ${r.hostGpu.index}`,
     `  slice:  ${slice}`,
-    `  clock:  ${r.clockMHz === null ? 'unlocked' : `${r.clockMHz} MHz`}   power: ${r.powerLimitW} W   VRAM cap: ${r.vramCapGB} GiB`,
+    `  clock:  ${r.clockMHz === null ? 'unlocked' : `${r.clockMHz} MHz`}   power: ${power}   VRAM cap: ${r.vramCapGiB} GiB`,
     '',
     ...(r.container ? renderContainer(r.container) : ['For your own workload (the costume hooks read these):', ...Object.entries(r.env).map(([k, v]) => `  export ${k}=${shellQuote(v)}`)]),
     '',
@@ -271,3 +242,4 @@ function renderContainer(c: UpContainer): string[] {
 function shellQuote(value: string): string {
   return /^[\w@%+=:,./-]*$/.test(value) && value !== '' ? value : `'${value.replace(/'/g, `'\\''`)}'`
 }
+

@@ -1,7 +1,7 @@
 /**
  * The journal step that starts a session's container: the last step of `up`, so the first one `down`
- * undoes. Registered with the engine at import; `up`, `down` and `recover` import this module so that a
- * journal naming 'start-container' can be undone by any of them, also in another process after a crash.
+ * undoes. A factory taking the Docker runtime; session-steps.ts puts it in the registry every mutating
+ * command hands the engine, so a journal naming 'start-container' is undone by any of them.
  *
  * Params are the whole container spec (JSON), so undo never needs anything but the journal entry. The
  * container carries the session label: an entry still 'intended' (the process died between "container
@@ -9,12 +9,11 @@
  */
 import createDebug from 'debug'
 
-import type {JournalEntry} from '../apply/gpu-book.js'
-import {registerStep} from '../apply/steps/registry.js'
+import type {ContainerAccess, JournalEntry} from '../apply/gpu-book.js'
 import type {Json, StepContext, StepImpl} from '../apply/steps/step.js'
 import {DEBUG_NS, LABELS} from '../core/names.js'
-import type {ContainerSpec} from './runtime.js'
-import {DockerRuntime} from './runtime.js'
+import type {ContainerSpec, DockerRuntime} from './runtime.js'
+import {connectHost} from './connect-host.js'
 
 const debug = createDebug(DEBUG_NS.container)
 
@@ -23,58 +22,57 @@ export const TEST_PAUSE_ENV = 'GPU_COSPLAY_TEST_PAUSE_AFTER_STEP'
 
 export type StartContainerParams = {
   readonly spec: ContainerSpec
+  /** how the session commands reach it, stored typed in the session record once it runs */
+  readonly access: ContainerAccess
 }
 
-let runtimeFactory: () => DockerRuntime = () => new DockerRuntime()
+/** The engine client, made when a step first needs it: undoing a journal without a container loads no dockerode. */
+export type RuntimeFactory = () => Promise<DockerRuntime>
 
-/** For tests that bring their own engine client. */
-export function useRuntime(factory: () => DockerRuntime): void {
-  runtimeFactory = factory
-}
+export function startContainerStep(runtime: RuntimeFactory): StepImpl {
+  return {
+    kind: 'start-container',
 
-export const startContainer: StepImpl = {
-  kind: 'start-container',
+    describe(params: Json): string {
+      const spec = (params as StartContainerParams).spec
+      return `start container ${spec.name} from ${spec.image}`
+    },
 
-  describe(params: Json): string {
-    const spec = (params as StartContainerParams).spec
-    return `start container ${spec.name} from ${spec.image}`
-  },
+    async readPrior(): Promise<Json> {
+      return {}
+    },
 
-  async readPrior(): Promise<Json> {
-    return {}
-  },
-
-  async apply(ctx: StepContext, params: Json): Promise<Json> {
-    const {spec} = params as StartContainerParams
-    const started = await runtimeFactory().createAndStart(spec)
-    ctx.session.container = {id: started.id, name: started.name, image: spec.image, sshPort: started.sshPort}
-    if (process.env[TEST_PAUSE_ENV] === 'start-container') {
-      debug('test pause after start-container (%s)', TEST_PAUSE_ENV)
-      await new Promise((resolve) => setTimeout(resolve, 60_000))
-    }
-    return {id: started.id, name: started.name, sshPort: started.sshPort, sshBindAddress: started.sshBindAddress}
-  },
-
-  async undo(ctx: StepContext, entry: JournalEntry): Promise<void> {
-    const runtime = runtimeFactory()
-    const {spec} = entry.params as StartContainerParams
-    const ids = new Set<string>()
-    const recordedId = (entry.result as {id?: string} | null)?.id
-    if (recordedId) ids.add(recordedId)
-    // Also (and for an 'intended' entry, only) whatever carries this session's label and the name we asked for.
-    const session = spec.labels[LABELS.session]
-    if (session) {
-      for (const found of await runtime.listByLabel({[LABELS.session]: session})) {
-        if (found.name === spec.name || found.id === recordedId) ids.add(found.id)
+    async apply(ctx: StepContext, params: Json): Promise<Json> {
+      const {spec, access} = params as StartContainerParams
+      const started = await (await runtime()).createAndStart(spec)
+      const sshHost = started.sshPort === null ? null : connectHost(started.sshBindAddress ?? spec.sshBindAddress ?? null)
+      ctx.session.container = {id: started.id, name: started.name, image: spec.image, sshPort: started.sshPort, sshHost, ...access}
+      if (process.env[TEST_PAUSE_ENV] === 'start-container') {
+        debug('test pause after start-container (%s)', TEST_PAUSE_ENV)
+        await new Promise((resolve) => setTimeout(resolve, 60_000))
       }
-    }
-    for (const id of ids) {
-      const outcome = await runtime.remove(id, {force: true})
-      debug('undo start-container %s: %s', id.slice(0, 12), outcome)
-    }
-    if (ids.size === 0) debug('undo start-container %s: nothing to remove', spec.name)
-    ctx.session.container = null
-  },
-}
+      return {id: started.id, name: started.name, sshPort: started.sshPort, sshBindAddress: started.sshBindAddress}
+    },
 
-registerStep(startContainer)
+    async undo(ctx: StepContext, entry: JournalEntry): Promise<void> {
+      const docker = await runtime()
+      const {spec} = entry.params as StartContainerParams
+      const ids = new Set<string>()
+      const recordedId = (entry.result as {id?: string} | null)?.id
+      if (recordedId) ids.add(recordedId)
+      // Also (and for an 'intended' entry, only) whatever carries this session's label and the name we asked for.
+      const session = spec.labels[LABELS.session]
+      if (session) {
+        for (const found of await docker.listByLabel({[LABELS.session]: session})) {
+          if (found.name === spec.name || found.id === recordedId) ids.add(found.id)
+        }
+      }
+      for (const id of ids) {
+        const outcome = await docker.remove(id, {force: true})
+        debug('undo start-container %s: %s', id.slice(0, 12), outcome)
+      }
+      if (ids.size === 0) debug('undo start-container %s: nothing to remove', spec.name)
+      ctx.session.container = null
+    },
+  }
+}

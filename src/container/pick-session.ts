@@ -2,7 +2,7 @@
  * The session a session command (ssh, exec, verify, report, ssh-config) means: the one named, or the
  * caller's only one. Reads the books without the lock (they are replaced atomically).
  */
-import {listSessions} from '../apply/tear-down.js'
+import {listSessions} from '../apply/book-store.js'
 import type {SessionRecord} from '../apply/gpu-book.js'
 import {InputError, StateError} from '../core/errors.js'
 

@@ -328,16 +328,16 @@ export class DockerRuntime {
     })
     if (tty) stream.on('data', (chunk: Buffer) => out.write(chunk))
     else this.docker.modem.demuxStream(stream, out, err)
-    if (options.stdin) {
-      options.stdin.pipe(stream as unknown as Writable)
-    }
+    // @types/dockerode types the hijacked exec stream as a Readable; it is a duplex socket, and stdin goes into it.
+    const input = stream as unknown as Writable
+    if (options.stdin) options.stdin.pipe(input)
     const resize = async (rows: number, cols: number) => {
       if (tty) await exec.resize({h: rows, w: cols}).catch((error: unknown) => debug('resize failed: %O', error))
     }
     if (options.size) await resize(options.size.rows, options.size.cols)
     options.onStart?.({resize})
     await ended
-    if (options.stdin) options.stdin.unpipe(stream as unknown as Writable)
+    if (options.stdin) options.stdin.unpipe(input)
     let exitCode: number | null = null
     for (let attempt = 0; attempt < 50; attempt++) {
       const info = await exec.inspect()

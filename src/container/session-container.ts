@@ -1,16 +1,16 @@
 /**
  * What a session's container is made of (the spec the 'start-container' step journals) and, read back from
- * a session's journal, how to reach it. Pure: no Docker, no ssh; `up` and the session commands use it.
+ * the session record, how to reach it. No Docker, no ssh: `up` and the session commands use it.
  */
 import path from 'node:path'
 
-import type {SessionRecord} from '../apply/gpu-book.js'
+import {physicalMiBOf} from '../apply/bring-up.js'
+import type {ContainerAccess, ContainerRecord, SessionRecord} from '../apply/gpu-book.js'
 import type {PlannedStep} from '../apply/steps/step.js'
-import {ContainerError, InputError} from '../core/errors.js'
+import {ContainerError} from '../core/errors.js'
 import {LABELS} from '../core/names.js'
 import type {HostGpu} from '../host/types.js'
 import {costumeEnv} from '../plan/costume-env.js'
-import type {Plan} from '../plan/types.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
 
 /** Where a BYO image gets the entrypoint and hooks bind-mounted (the same paths the cosplay image uses). */
@@ -57,14 +57,16 @@ export function containerSteps(options: ContainerOptions, impl: PlannedStep['imp
     const spec = containerSpecFor(session, live, options)
     const recorded = {...spec, env: {...spec.env}}
     for (const [key, value] of Object.entries(options.env)) if (spec.env[key] === value) recorded.env[key] = REDACTED
-    const withSecrets: PlannedStep['impl'] = {...impl, apply: (ctx, _params, prior) => impl.apply(ctx, {spec}, prior)}
-    return [{impl: withSecrets, params: {spec: recorded}}]
+    const workspaceBind = spec.binds?.find((b) => b.split(':')[1] === '/workspace')
+    const access: ContainerAccess = {user: containerUserName(options.owner.user), uid: options.owner.uid, gid: options.owner.gid, workspace: workspaceBind?.split(':')[0] ?? null}
+    const withSecrets: PlannedStep['impl'] = {...impl, apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access}, prior)}
+    return [{impl: withSecrets, params: {spec: recorded, access}}]
   }
 }
 
 export function containerSpecFor(session: SessionRecord, live: HostGpu, o: ContainerOptions): ContainerSpec {
-  const plan = session.plan as unknown as Plan
-  const physicalMiB = plan.mig ? Math.round(plan.mig.memoryGiB * 1024) : (live.memoryTotalMiB ?? Math.round(plan.vramCapGB * 1024))
+  const plan = session.plan
+  const physicalMiB = physicalMiBOf(plan, live)
   const device = session.mig?.uuid ?? live.uuid
   const user = containerUserName(o.owner.user)
   const env: Record<string, string> = {
@@ -106,81 +108,14 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
   }
 }
 
-/** How to reach a session's container, read from its journal. */
-export type SessionContainer = {
-  readonly session: string
-  readonly id: string
-  readonly name: string
-  readonly image: string
-  /** null: no sshd published; sessions go through docker exec */
-  readonly sshPort: number | null
-  /** where to connect (the bind address, or 127.0.0.1 for a wildcard bind) */
-  readonly sshHost: string | null
-  readonly user: string
-  readonly uid: number
-  readonly gid: number
-  /** host folder mounted at /workspace */
-  readonly workspace: string | null
-}
+/** How to reach a session's container: its typed record in the session, with the session's name. */
+export type SessionContainer = ContainerRecord & {readonly session: string}
 
 export function sessionContainer(session: SessionRecord): SessionContainer {
-  const entry = session.journal.find((e) => e.kind === 'start-container' && e.state === 'done')
-  if (!session.container || !entry) {
+  if (!session.container) {
     throw new ContainerError('NO_CONTAINER', `session "${session.name}" has no container (started with --no-container?)`, {
       fix: ['run your workload on the host with the variables `up --no-container` printed'],
     })
   }
-  const spec = (entry.params as {spec: ContainerSpec}).spec
-  const result = (entry.result ?? {}) as {sshBindAddress?: string | null}
-  const bind = result.sshBindAddress ?? spec.sshBindAddress ?? null
-  const workspaceBind = (spec.binds ?? []).find((b) => b.split(':')[1] === '/workspace')
-  return {
-    session: session.name,
-    id: session.container.id,
-    name: session.container.name,
-    image: session.container.image,
-    sshPort: session.container.sshPort,
-    sshHost: session.container.sshPort === null ? null : connectHost(bind),
-    user: spec.env.GPU_COSPLAY_USER ?? 'cosplay',
-    uid: Number(spec.env.GPU_COSPLAY_UID),
-    gid: Number(spec.env.GPU_COSPLAY_GID),
-    workspace: workspaceBind ? workspaceBind.split(':')[0] : null,
-  }
-}
-
-export function connectHost(bind: string | null): string {
-  if (!bind || bind === '0.0.0.0' || bind === '::' || bind === '[::]') return '127.0.0.1'
-  return bind
-}
-
-/** '1g', '512m', '2GiB', '1073741824' -> bytes. */
-export function parseByteSize(text: string, flag = '--shm-size'): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text)
-  if (!match) throw new InputError('BAD_SIZE', `${flag} ${text}: not a size (e.g. 512m, 2g)`)
-  const power = {'': 0, k: 1, m: 2, g: 3, t: 4}[match[2].toLowerCase() as '' | 'k' | 'm' | 'g' | 't']
-  return Math.round(Number(match[1]) * 1024 ** power)
-}
-
-/** --env K=V */
-export function parseEnvFlags(items: readonly string[]): Record<string, string> {
-  const env: Record<string, string> = {}
-  for (const item of items) {
-    const at = item.indexOf('=')
-    const key = at > 0 ? item.slice(0, at) : ''
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new InputError('BAD_ENV', `--env ${item}: expected NAME=VALUE`)
-    env[key] = item.slice(at + 1)
-  }
-  return env
-}
-
-/** --volume HOST:CONTAINER[:ro|rw]; the host side becomes absolute. */
-export function parseVolumeFlags(items: readonly string[], cwd: string): string[] {
-  return items.map((item) => {
-    const parts = item.split(':')
-    if (parts.length < 2 || parts.length > 3 || !parts[0] || !parts[1].startsWith('/') || (parts[2] && !/^(ro|rw)$/.test(parts[2]))) {
-      throw new InputError('BAD_VOLUME', `--volume ${item}: expected HOST:CONTAINER[:ro] with an absolute container path`)
-    }
-    const host = parts[0].startsWith('/') || parts[0].startsWith('.') ? path.resolve(cwd, parts[0]) : parts[0]
-    return [host, ...parts.slice(1)].join(':')
-  })
+  return {...session.container, session: session.name}
 }

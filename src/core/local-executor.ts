@@ -18,6 +18,7 @@ export class LocalExecutor implements Executor {
       detached: true,
     })
     if (result.failed && result.exitCode === undefined && !result.timedOut) {
+      // execa 9's result type omits `cause`, which it sets when the process could not be spawned (ENOENT, EACCES).
       throw (result as unknown as {cause?: Error}).cause ?? new Error(result.message)
     }
     return {

@@ -1,20 +1,28 @@
 import {HostError} from '../core/errors.js'
 import {joinMigDevices} from './join-mig-devices.js'
-import {parseListGpus} from './parse-list-gpus.js'
+import {type ListGpus, parseListGpus} from './parse-list-gpus.js'
 import {parseMigCreate} from './parse-mig-create.js'
 import {parseMigLci} from './parse-mig-lci.js'
+import {parseMigLgi} from './parse-mig-lgi.js'
 import {parseSmiTable} from './parse-smi-table.js'
 import {probeHost} from './probe.js'
 import type {Smi} from './smi.js'
 import {isSmiError} from './smi-error.js'
-import type {ComputeInstance, HostProbe, MigDevice} from './types.js'
+import type {ComputeInstance, GpuInstance, HostGpu, HostProbe, MigDevice} from './types.js'
 
 /**
  * The GPU as the apply engine sees it: reads, and typed mutations that either succeed or throw.
  * Instances are created and destroyed by their own IDs only; nothing here can touch all instances at once.
  */
 export interface GpuControl {
+  /** every GPU, fully: the costly read, for a first look or a report */
   probe(): Promise<HostProbe>
+  /** one GPU (index or UUID), fully; GPU_GONE when nvidia-smi no longer lists it */
+  probeGpu(id: string | number): Promise<HostGpu>
+  /** GPUs and MIG devices with their UUIDs (`-L`): cheap, but MIG devices are named by device index, not GI/CI */
+  listGpus(gpuIndex?: number): Promise<ListGpus>
+  /** the GPU instances on one GPU now (`mig -lgi -i N`) */
+  gpuInstances(gpuIndex: number): Promise<GpuInstance[]>
   migDevices(): Promise<MigDevice[]>
   computeInstances(gpuIndex: number, gpuInstanceId: number): Promise<ComputeInstance[]>
   setMigMode(gpuIndex: number, enabled: boolean): Promise<void>
@@ -34,6 +42,35 @@ export class SmiGpuControl implements GpuControl {
 
   probe(): Promise<HostProbe> {
     return probeHost(this.smi)
+  }
+
+  async probeGpu(id: string | number): Promise<HostGpu> {
+    try {
+      const [gpu] = (await probeHost(this.smi, {only: id})).gpus
+      return gpu
+    } catch (error) {
+      if (isSmiError(error, 'NO_GPU') || (error instanceof HostError && error.code === 'NO_GPU')) {
+        throw new HostError('GPU_GONE', `GPU ${id} is no longer listed by nvidia-smi`, {
+          cause: error,
+          fix: ['check the driver sees it: nvidia-smi -L', 'after a GPU was removed, gpu-cosplay reset --host-gpu N --yes clears its records'],
+        })
+      }
+      throw error
+    }
+  }
+
+  async listGpus(gpuIndex?: number): Promise<ListGpus> {
+    return parseListGpus(await this.smi.read(gpuIndex === undefined ? ['-L'] : ['-L', '-i', String(gpuIndex)]))
+  }
+
+  async gpuInstances(gpuIndex: number): Promise<GpuInstance[]> {
+    try {
+      return parseMigLgi(await this.smi.read(['mig', '-i', String(gpuIndex), '-lgi']))
+    } catch (error) {
+      // MIG off (or pending) has no instances either
+      if (isSmiError(error) && error.line !== null && /No GPU instances found|No MIG-enabled devices found|not in MIG mode/i.test(error.line)) return []
+      throw error
+    }
   }
 
   /** `-L` lists MIG devices by device index, not GI ID; the default table maps the index to GI/CI. */

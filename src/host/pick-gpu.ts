@@ -1,10 +1,10 @@
 import {InputError} from '../core/errors.js'
-import type {HostGpu, HostProbe} from './types.js'
 
-export function pickGpu(probe: HostProbe, index: number): HostGpu {
-  const gpu = probe.gpus.find((g) => g.index === index)
+/** The GPU a `--host-gpu N` names, from a probe or a `-L` listing. */
+export function pickGpu<G extends {readonly index: number}>(listing: {readonly gpus: readonly G[]}, index: number): G {
+  const gpu = listing.gpus.find((g) => g.index === index)
   if (!gpu) {
-    throw new InputError('GPU_INDEX_OUT_OF_RANGE', `there is no GPU ${index} on this host (it has ${probe.gpus.length}: 0-${probe.gpus.length - 1})`, {
+    throw new InputError('GPU_INDEX_OUT_OF_RANGE', `there is no GPU ${index} on this host (it has ${listing.gpus.length}: 0-${listing.gpus.length - 1})`, {
       fix: ['list them: gpu-cosplay doctor'],
     })
   }

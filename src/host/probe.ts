@@ -16,10 +16,13 @@ const DEGRADABLE = new Set(['SMI_PERMISSION', 'SMI_NOT_SUPPORTED'])
 /**
  * Reads the host's GPUs with a fixed number of nvidia-smi calls, whatever the GPU count: `-q` always, and
  * `mig -lgip` plus `mig -lgi` (which cover every GPU at once) only when some GPU has MIG enabled now.
+ * With `only` (an index or UUID) every call reads that one GPU: on an 8-GPU box a full `-q` takes
+ * several hundred ms, and the apply engine makes its reads while it holds the GPU's lock.
  */
-export async function probeHost(smi: Smi): Promise<HostProbe> {
+export async function probeHost(smi: Smi, options: {only?: string | number} = {}): Promise<HostProbe> {
   const callsBefore = smi.callCount
-  const queryText = await smi.read(QUERY_ARGS)
+  const only = options.only === undefined ? [] : ['-i', String(options.only)]
+  const queryText = await smi.read([...QUERY_ARGS, ...only])
   const query = parseSmiQuery(queryText)
   if (query.gpus.length === 0) {
     if (query.attachedGpus === 0 || /No devices were found/i.test(queryText)) {
@@ -35,8 +38,10 @@ export async function probeHost(smi: Smi): Promise<HostProbe> {
   let instances: GpuInstance[] | null = null
   const degraded: string[] = []
   if (anyMig) {
-    profiles = await listing(smi, LGIP_ARGS, parseMigLgip, /No MIG-enabled devices found/i, /GPU instance profiles:/)
-    instances = await listing(smi, LGI_ARGS, parseMigLgi, /No GPU instances found/i, /GPU instances:/)
+    // `mig -i` is given the index, which every driver's mig subcommand accepts
+    const migOnly = only.length > 0 ? ['-i', String(query.gpus[0].index)] : []
+    profiles = await listing(smi, [...LGIP_ARGS, ...migOnly], parseMigLgip, /No MIG-enabled devices found/i, /GPU instance profiles:/)
+    instances = await listing(smi, [...LGI_ARGS, ...migOnly], parseMigLgi, /No GPU instances found/i, /GPU instances:/)
     if (profiles === null) degraded.push('migProfiles')
     if (instances === null) degraded.push('gpuInstances')
   }

@@ -2,7 +2,7 @@ import {matchHostModel} from '../catalog/resolve-target.js'
 import type {Catalog, HostModel} from '../catalog/types.js'
 import {HostError} from '../core/errors.js'
 import type {HostGpu} from '../host/types.js'
-import type {PlanHost, ProfileOption} from './types.js'
+import type {MigBlocker, PlanHost, ProfileOption} from './types.js'
 
 /** What the planner assumes for `--on MODEL`: an idle GPU of that model, MIG available, every slice free. */
 export function planHostFromModel(model: HostModel): PlanHost {
@@ -12,6 +12,7 @@ export function planHostFromModel(model: HostModel): PlanHost {
     model,
     profiles: model.mig ? model.mig.profiles.map((p): ProfileOption => ({...p, free: p.maxInstances, total: p.maxInstances})) : null,
     migUnavailableReason: model.mig ? null : `${model.name} has no MIG`,
+    migBlocker: null,
     migEnabled: model.mig !== null,
     clockRangeMHz: {min: model.clockMinMHz, max: model.clockMaxMHz},
     powerRangeW: {min: model.powerMinW, max: model.powerMaxW},
@@ -30,15 +31,23 @@ export function planHostFromProbe(gpu: HostGpu, model: HostModel): PlanHost {
     clockRangeMHz: {min: model.clockMinMHz, max: gpu.clocks.maxGraphicsMHz ?? model.clockMaxMHz},
     powerRangeW: {min: gpu.power.minW ?? model.powerMinW, max: gpu.power.maxW ?? model.powerMaxW},
   }
-  const unavailable = (reason: string): PlanHost => ({...base, profiles: null, migUnavailableReason: reason, migEnabled: false})
+  const unavailable = (reason: string, blocker: MigBlocker | null): PlanHost => ({...base, profiles: null, migUnavailableReason: reason, migBlocker: blocker, migEnabled: false})
 
-  if (gpu.migMode === null || model.mig === null) return unavailable(`${gpu.name} has no MIG`)
+  if (gpu.migMode === null || model.mig === null) return unavailable(`${gpu.name} has no MIG`, null)
   if (gpu.migMode.current === 'enabled') {
-    return {...base, profiles: liveProfiles(gpu, model), migUnavailableReason: null, migEnabled: true}
+    if (gpu.migProfiles === null) {
+      // The probe degrades a refused `mig -lgip` to null; planning on it would read as "no slot is free".
+      throw new HostError('MIG_PROFILES_UNREADABLE', `GPU ${gpu.index} has MIG on, but nvidia-smi mig -lgip was refused, so its free slices are unknown`, {
+        exit: 4,
+        fix: ['run as root, or allow passwordless sudo for nvidia-smi', `or plan against the model: --on ${model.key}`],
+      })
+    }
+    return {...base, profiles: liveProfiles(gpu, model), migUnavailableReason: null, migBlocker: null, migEnabled: true}
   }
-  if (gpu.migMode.pending === 'enabled') return unavailable('MIG mode is pending a GPU reset')
+  if (gpu.migMode.pending === 'enabled') return unavailable('MIG mode is pending a GPU reset', 'pending-reset')
   if (gpu.processes.length > 0) {
-    return unavailable(`MIG mode is off and ${gpu.processes.length} process(es) use the GPU, so it cannot be turned on`)
+    const pids = gpu.processes.map((p) => p.pid).join(', ')
+    return unavailable(`MIG mode is off and ${gpu.processes.length} process(es) use the GPU (pid ${pids}), so it cannot be turned on`, 'busy')
   }
   return {...planHostFromModel(model), ...base, migEnabled: false}
 }

@@ -1,7 +1,7 @@
 import type {HostModel} from '../catalog/types.js'
+import type {PlanShape} from './plan-schema.js'
 
-export const OBJECTIVES = ['balanced', 'fp32', 'bf16', 'bandwidth'] as const
-export type Objective = (typeof OBJECTIVES)[number]
+export {OBJECTIVES, type Objective} from './objectives.js'
 
 /** A MIG GPU-instance profile as the planner sees it: static shape plus how many could be created now. */
 export type ProfileOption = {
@@ -26,11 +26,15 @@ export type PlanHost = {
   /** null: this GPU cannot use MIG now (not capable, pending reset, busy); the reason goes in migUnavailableReason */
   readonly profiles: readonly ProfileOption[] | null
   readonly migUnavailableReason: string | null
+  /** why MIG cannot be turned on now although the model has it: `up` must refuse, and `plan` says so in advance */
+  readonly migBlocker: MigBlocker | null
   /** true when MIG mode is already on; false means `up` would have to enable it */
   readonly migEnabled: boolean
   readonly clockRangeMHz: {readonly min: number; readonly max: number}
   readonly powerRangeW: {readonly min: number; readonly max: number}
 }
+
+export type MigBlocker = 'pending-reset' | 'busy'
 
 /** GPU-wide values other sessions already hold on this GPU; the plan must live with them. */
 export type PlanConstraints = {
@@ -39,55 +43,9 @@ export type PlanConstraints = {
   readonly powerLimitW?: number | null
 }
 
-export type TargetSummary = {
-  readonly key: string
-  readonly name: string
-  readonly fp32Tflops: number
-  readonly bf16Tflops: number | null
-  readonly bandwidthGBs: number
-  readonly vramGB: number
-  readonly tdpW: number
-}
-
-export type MigChoice = {
-  readonly profile: string
-  readonly profileId: number
-  readonly smCount: number
-  readonly memoryGiB: number
-  readonly memorySlices: number
-}
-
-export type Expected = {
-  readonly fp32Tflops: number
-  readonly bf16Tflops: number
-  readonly bandwidthGBs: number
-  readonly vramGB: number
-}
-
-/** signed percent, (expected - target) / target; null where the target has no such figure */
-export type AxisErrors = {
-  readonly fp32Pct: number
-  readonly bf16Pct: number | null
-  readonly bandwidthPct: number
-  readonly vramPct: number
-}
-
-export type Plan = {
-  readonly target: TargetSummary
-  readonly host: {readonly name: string; readonly index: number | null; readonly model: string}
-  readonly objective: Objective
-  readonly mig: MigChoice | null
-  /** true when `up` must turn MIG mode on first */
-  readonly needsMigEnable: boolean
-  readonly smCount: number
-  /** the clock to lock (MHz); null = leave clocks unlocked (the plan runs at the GPU's maximum) */
-  readonly clockMHz: number | null
-  /** the clock the estimate assumes (the lock, or the maximum when unlocked) */
-  readonly effectiveClockMHz: number
-  readonly powerLimitW: number
-  readonly vramCapGB: number
-  readonly vramCapMiB: number
-  readonly expected: Expected
-  readonly errors: AxisErrors
-  readonly warnings: readonly string[]
-}
+export type Plan = Readonly<PlanShape>
+export type TargetSummary = Plan['target']
+export type MigChoice = NonNullable<Plan['mig']>
+export type MpsShaping = NonNullable<Plan['mps']>
+export type Expected = Plan['expected']
+export type AxisErrors = Plan['errors']

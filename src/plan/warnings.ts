@@ -27,7 +27,7 @@ export function explainPlan(
   if (host.profiles === null) {
     const reason = host.migUnavailableReason ?? 'this GPU has no MIG'
     warnings.push(
-      `MIG is not available (${reason}): the whole GPU (${plan.smCount} SMs) is used, with a clock lock, a power cap and a ${plan.vramCapGB} GiB VRAM cap`,
+      `MIG is not available (${reason}): the whole GPU (${plan.smCount} SMs) is used, with a clock lock, a power cap and a ${plan.vramCapGiB} GiB VRAM cap`,
     )
   }
 

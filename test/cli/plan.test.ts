@@ -21,7 +21,7 @@ describe('plan --on (no GPU)', () => {
     expect(json.clockMHz === null || typeof json.clockMHz === 'number').toBe(true)
     expect(typeof json.powerLimitW).toBe('number')
     expect(json.powerLimitW).toBe(350)
-    expect(json.vramCapGB).toBe(24)
+    expect(json.vramCapGiB).toBe(24)
     expect(sorted(json.expected)).toEqual(['bandwidthGBs', 'bf16Tflops', 'fp32Tflops', 'vramGB'])
     expect(Array.isArray(json.warnings)).toBe(true)
     expect(json.warnings.every((w) => typeof w === 'string')).toBe(true)
@@ -104,13 +104,13 @@ describe('plan --host-gpu on other simulated hosts', () => {
     expect(sim.calls()).toHaveLength(1)
   })
 
-  it('a busy GPU with MIG off cannot turn MIG on: plans the whole GPU and says why', () => {
+  it('a busy GPU with MIG off cannot turn MIG on: plan refuses as up does (plan predicts up)', () => {
     const sim = Sim.create('h200', 1).set('gpus.0.processes', [{pid: 42, name: 'python3', used_mib: 900}])
-    const {exitCode, json} = runJson<PlanResult>(['plan', '3090'], sim.env())
-    expect(exitCode).toBe(0)
-    expect(json.mig).toBeNull()
-    expect(json.needsMigEnable).toBe(false)
-    expect(json.warnings.join('\n')).toMatch(/process/)
+    const planned = runJson<{error: {code: string; exit: number}}>(['plan', '3090'], sim.env())
+    const up = runJson<{error: {code: string; exit: number}}>(['up', '3090', '--no-container'], sim.env())
+    expect(planned.json.error).toMatchObject({code: 'GPU_BUSY', exit: 3})
+    expect(up.json.error).toEqual(planned.json.error)
+    expect(planned.exitCode).toBe(3)
   })
 
   it('a refused mig -lgip does not read as "no free slot"', () => {

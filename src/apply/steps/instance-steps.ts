@@ -34,20 +34,19 @@ export const createGpuInstance: StepImpl = {
   async undo(ctx, entry) {
     const id = (entry.result?.gpuInstanceId as number | undefined) ?? (await findNewGpuInstance(ctx, entry.params, entry.prior))
     if (id === null) return
-    const live = await ctx.refresh()
-    if (!live.gpuInstances.some((gi) => gi.id === id)) return
-    await ctx.gpu.destroyGpuInstance(live.index, id).catch(tolerateGone)
+    // Destroyed by its own ID; "not found" means it is gone already, which is what undo wants.
+    await ctx.gpu.destroyGpuInstance(ctx.live.index, id).catch(tolerateGone)
   },
 }
 
 /** After a crash between `-cgi` and its record: the GI of our profile that was not there before and no one else owns. */
 async function findNewGpuInstance(ctx: StepContext, params: Json, prior: Json): Promise<number | null> {
-  const live = await ctx.refresh()
+  const index = ctx.live.index
   const before = new Set(prior.gpuInstanceIds as number[])
   const others = ownedByOthers(ctx).gis
-  const fresh = live.gpuInstances.filter((gi) => gi.profileId === params.profileId && !before.has(gi.id) && !others.has(gi.id))
+  const fresh = (await ctx.gpu.gpuInstances(index)).filter((gi) => gi.profileId === params.profileId && !before.has(gi.id) && !others.has(gi.id))
   if (fresh.length === 1) return fresh[0].id
-  if (fresh.length > 1) ctx.notes.push(`GPU ${live.index}: ${fresh.length} unrecorded GPU instances of profile ${params.profileId}; none was destroyed`)
+  if (fresh.length > 1) ctx.notes.push(`GPU ${index}: ${fresh.length} unrecorded GPU instances of profile ${params.profileId}; none was destroyed`)
   return null
 }
 
@@ -57,7 +56,9 @@ export const createComputeInstance: StepImpl = {
 
   async readPrior(ctx) {
     const gi = ctx.session.mig?.gpuInstanceId
-    const cis = gi == null ? [] : await ctx.gpu.computeInstances(ctx.live.index, gi)
+    // A GPU instance this session just made holds no compute instance yet: no need to ask nvidia-smi.
+    const madeHere = ctx.session.journal.some((e) => e.kind === 'create-gi' && e.state === 'done' && e.result?.gpuInstanceId === gi)
+    const cis = gi == null || madeHere ? [] : await ctx.gpu.computeInstances(ctx.live.index, gi)
     return {gpuInstanceId: gi ?? null, computeInstanceIds: cis.map((ci) => ci.id)}
   },
 

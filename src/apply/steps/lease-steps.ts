@@ -2,7 +2,7 @@ import {StateError} from '../../core/errors.js'
 import {isSmiError} from '../../host/smi-error.js'
 import type {HostGpu} from '../../host/types.js'
 import type {GpuControl} from '../../host/gpu-control.js'
-import type {Setting, SettingValue} from '../gpu-book.js'
+import type {GpuBook, Lease, Setting, SettingValue} from '../gpu-book.js'
 import type {StepKind} from '../../core/names.js'
 import type {StepContext, StepImpl} from './step.js'
 
@@ -20,10 +20,54 @@ type SettingAccess = {
   write(gpu: GpuControl, index: number, value: SettingValue): Promise<void>
 }
 
-const ACCESS = new Map<Setting, SettingAccess>()
+/** What restoring a setting needs: the GPU, its index, and where to say what was left alone. */
+type RestoreContext = {readonly gpu: GpuControl; readonly live: HostGpu; readonly notes: string[]}
+
+const PERSISTENCE: SettingAccess = {
+  kind: 'set-persistence',
+  setting: 'persistence',
+  label: 'persistence mode',
+  read: (live) => live.persistenceMode ?? undefined,
+  write: (gpu, index, value) => gpu.setPersistence(index, value === true),
+}
+
+const MIG_MODE: SettingAccess = {
+  kind: 'enable-mig',
+  setting: 'mig-mode',
+  label: 'MIG mode',
+  read: (live) => (live.migMode ? live.migMode.current === 'enabled' : undefined),
+  write: async (gpu, index, value) => {
+    await gpu.setMigMode(index, value === true)
+    if (value === true) await undoIfPending(gpu, index)
+  },
+}
+
+const CLOCKS: SettingAccess = {
+  kind: 'lock-clocks',
+  setting: 'clocks',
+  label: 'clock lock',
+  // nvidia-smi cannot show an existing -lgc lock; we assume none and restore with -rgc (README says so).
+  read: () => null,
+  write: (gpu, index, value) => (value === null ? gpu.resetClocks(index) : gpu.lockClocks(index, value as number)),
+}
+
+const POWER_LIMIT: SettingAccess = {
+  kind: 'set-power-limit',
+  setting: 'power-limit',
+  label: 'power limit (W)',
+  // The requested limit is what -pl set and what a restore must put back; the enforced one can be lower.
+  read: (live) => live.power.requestedW ?? live.power.currentW ?? undefined,
+  write: (gpu, index, value) => gpu.setPowerLimit(index, value as number),
+}
+
+const ACCESS: Readonly<Record<Setting, SettingAccess>> = {
+  persistence: PERSISTENCE,
+  'mig-mode': MIG_MODE,
+  clocks: CLOCKS,
+  'power-limit': POWER_LIMIT,
+}
 
 function leaseStep(access: SettingAccess): StepImpl {
-  ACCESS.set(access.setting, access)
   return {
     kind: access.kind,
     describe: (params) => `${access.label} -> ${show(params.value as SettingValue)}`,
@@ -64,23 +108,23 @@ function leaseStep(access: SettingAccess): StepImpl {
   }
 }
 
-async function restore(ctx: Pick<StepContext, 'gpu' | 'refresh' | 'notes'>, access: SettingAccess, original: SettingValue): Promise<void> {
-  const live = await ctx.refresh()
+async function restore(ctx: RestoreContext, access: SettingAccess, original: SettingValue): Promise<void> {
+  const index = ctx.live.index
   if (access.setting === 'mig-mode' && original === false) {
     // Turning MIG off would fail (and must not be forced) while anyone's instances exist.
-    if (live.gpuInstances.length > 0) {
-      ctx.notes.push(`MIG mode left on for GPU ${live.index}: ${live.gpuInstances.length} GPU instance(s) not made by this session remain`)
+    const instances = await ctx.gpu.gpuInstances(index)
+    if (instances.length > 0) {
+      ctx.notes.push(`MIG mode left on for GPU ${index}: ${instances.length} GPU instance(s) not made by this session remain`)
       return
     }
-    if (live.migMode?.current === 'disabled' && live.migMode.pending === 'disabled') return
   }
-  await access.write(ctx.gpu, live.index, original)
+  await access.write(ctx.gpu, index, original)
 }
 
 /** `-mig 1` can be accepted yet stay "pending" until a GPU reset: turn it back off and fail. */
 async function undoIfPending(gpu: GpuControl, index: number): Promise<void> {
-  const live = (await gpu.probe()).gpus.find((g) => g.index === index)
-  if (live?.migMode?.current === 'enabled') return
+  const live = await gpu.probeGpu(index)
+  if (live.migMode?.current === 'enabled') return
   await gpu.setMigMode(index, false).catch((error: unknown) => {
     if (!isSmiError(error)) throw error
   })
@@ -93,50 +137,16 @@ function show(value: SettingValue): string {
   return value === null ? 'unlocked' : String(value)
 }
 
-export const setPersistence = leaseStep({
-  kind: 'set-persistence',
-  setting: 'persistence',
-  label: 'persistence mode',
-  read: (live) => live.persistenceMode ?? undefined,
-  write: (gpu, index, value) => gpu.setPersistence(index, value === true),
-})
-
-export const enableMig = leaseStep({
-  kind: 'enable-mig',
-  setting: 'mig-mode',
-  label: 'MIG mode',
-  read: (live) => (live.migMode ? live.migMode.current === 'enabled' : undefined),
-  write: async (gpu, index, value) => {
-    await gpu.setMigMode(index, value === true)
-    if (value === true) await undoIfPending(gpu, index)
-  },
-})
-
-export const lockClocks = leaseStep({
-  kind: 'lock-clocks',
-  setting: 'clocks',
-  label: 'clock lock',
-  // nvidia-smi cannot show an existing -lgc lock; we assume none and restore with -rgc (README says so).
-  read: () => null,
-  write: (gpu, index, value) => (value === null ? gpu.resetClocks(index) : gpu.lockClocks(index, value as number)),
-})
-
-export const setPowerLimit = leaseStep({
-  kind: 'set-power-limit',
-  setting: 'power-limit',
-  label: 'power limit (W)',
-  // The requested limit is what -pl set and what a restore must put back; the enforced one can be lower.
-  read: (live) => live.power.requestedW ?? live.power.currentW ?? undefined,
-  write: (gpu, index, value) => gpu.setPowerLimit(index, value as number),
-})
-
+export const setPersistence = leaseStep(PERSISTENCE)
+export const enableMig = leaseStep(MIG_MODE)
+export const lockClocks = leaseStep(CLOCKS)
+export const setPowerLimit = leaseStep(POWER_LIMIT)
 
 /** Leases nobody holds any more (their sessions were lost to a reboot): put back what was found, drop them. */
-export async function settleUnheldLeases(ctx: Pick<StepContext, 'gpu' | 'book' | 'refresh' | 'notes'>): Promise<void> {
-  for (const [setting, lease] of Object.entries(ctx.book.leases)) {
+export async function settleUnheldLeases(ctx: RestoreContext & {readonly book: GpuBook}): Promise<void> {
+  for (const [setting, lease] of Object.entries(ctx.book.leases) as [Setting, Lease | undefined][]) {
     if (!lease || lease.holders.length > 0) continue
-    const access = ACCESS.get(setting as Setting)
-    if (access && lease.value !== lease.original) await restore(ctx, access, lease.original)
-    delete ctx.book.leases[setting as Setting]
+    if (lease.value !== lease.original) await restore(ctx, ACCESS[setting], lease.original)
+    delete ctx.book.leases[setting]
   }
 }

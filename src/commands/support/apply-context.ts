@@ -1,15 +1,17 @@
 /**
  * What mutating commands share: the state directory, the GPU control (nvidia-smi directly as root,
- * else through `sudo -n`, checked before anything changes), who is asking, and Ctrl-C handling.
- * Loaded lazily by those commands only.
+ * else through `sudo -n`, checked before anything changes), the steps a journal may name, who is asking,
+ * and Ctrl-C handling. Loaded lazily by those commands only.
  */
 import {readFileSync} from 'node:fs'
-import {homedir, hostname, userInfo} from 'node:os'
+import {homedir, hostname} from 'node:os'
 
-import type {Owner} from '../../apply/bring-up.js'
+import type {BookStoreDeps} from '../../apply/book-store.js'
 import type {Cancellation} from '../../apply/engine.js'
 import {resolveStateDir, type StateDir} from '../../apply/state-dir.js'
+import {sessionSteps} from '../../container/session-steps.js'
 import {HostError} from '../../core/errors.js'
+import {type InvokingUser, invokingUser} from '../../core/invoking-user.js'
 import {LocalExecutor} from '../../core/local-executor.js'
 import {SmiGpuControl} from '../../host/gpu-control.js'
 import {checkSmiPrivileges} from '../../host/privileges.js'
@@ -18,9 +20,12 @@ import {Smi, smiPathFrom} from '../../host/smi.js'
 export type ApplyContext = {
   readonly stateDir: StateDir
   readonly gpu: SmiGpuControl
-  readonly owner: Owner
+  /** what the apply layer's entry points take */
+  readonly deps: BookStoreDeps
+  readonly user: InvokingUser
+  /** the session owner recorded in the book */
+  readonly owner: {readonly uid: number; readonly user: string}
   readonly isRoot: boolean
-  readonly bootId: string | null
   readonly hostname: string
 }
 
@@ -28,10 +33,10 @@ export async function applyContext(options: {mutates: boolean}): Promise<ApplyCo
   const stateDir = resolveStateDir(process.env, homedir())
   const executor = new LocalExecutor()
   const smiPath = smiPathFrom(process.env)
-  const uid = process.getuid?.() ?? null
+  const user = invokingUser()
   let sudo = false
   if (options.mutates) {
-    const privileges = await checkSmiPrivileges(executor, smiPath, uid)
+    const privileges = await checkSmiPrivileges(executor, smiPath, process.getuid?.() ?? null)
     if (privileges.mode === 'none') {
       throw new HostError('NO_GPU_PRIVILEGES', `cannot change GPU settings: ${privileges.detail}`, {
         exit: 4,
@@ -40,21 +45,16 @@ export async function applyContext(options: {mutates: boolean}): Promise<ApplyCo
     }
     sudo = privileges.mode === 'sudo'
   }
+  const gpu = new SmiGpuControl(new Smi(executor, {path: smiPath, sudo}))
   return {
     stateDir,
-    gpu: new SmiGpuControl(new Smi(executor, {path: smiPath, sudo})),
-    owner: ownerOf(uid),
-    isRoot: uid === 0,
-    bootId: readBootId(),
+    gpu,
+    deps: {gpu, steps: sessionSteps(), stateDir: stateDir.dir, bootId: readBootId()},
+    user,
+    owner: {uid: user.uid, user: user.user},
+    isRoot: user.isRoot,
     hostname: hostname(),
   }
-}
-
-/** Under sudo the session belongs to the person who typed it, not to root. */
-function ownerOf(uid: number | null): Owner {
-  const sudoUid = Number(process.env.SUDO_UID)
-  if (uid === 0 && process.env.SUDO_USER && Number.isInteger(sudoUid)) return {uid: sudoUid, user: process.env.SUDO_USER}
-  return {uid: uid ?? -1, user: userInfo().username}
 }
 
 function readBootId(): string | null {

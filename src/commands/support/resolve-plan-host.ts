@@ -1,36 +1,38 @@
+import {homedir} from 'node:os'
+
 import {resolveHostModel} from '../../catalog/resolve-target.js'
-import type {Catalog} from '../../catalog/types.js'
+import type {Catalog, Target} from '../../catalog/types.js'
 import {HostError} from '../../core/errors.js'
+import {pickGpu} from '../../host/pick-gpu.js'
 import {probeHost} from '../../host/probe.js'
 import type {Smi} from '../../host/smi.js'
-import type {HostProbe} from '../../host/types.js'
+import {planCosplay} from '../../plan/plan-cosplay.js'
 import {hostModelFor, planHostFromModel, planHostFromProbe} from '../../plan/plan-host.js'
-import {pickGpu} from '../../host/pick-gpu.js'
-import type {PlanHost} from '../../plan/types.js'
+import type {Objective, Plan} from '../../plan/types.js'
 
-export type HostChoice = {on?: string; hostGpu?: number}
+export type PlanRequest = {readonly on?: string; readonly hostGpu?: number; readonly objective: Objective; readonly strict: boolean}
 
-/** `--on MODEL` plans against a catalog model and needs no GPU; otherwise probe and pick `--host-gpu` (default 0). */
-export async function resolvePlanHost(
-  catalog: Catalog,
-  choice: HostChoice,
-  smi: () => Smi,
-): Promise<{host: PlanHost; probe: HostProbe | null}> {
-  if (choice.on !== undefined) return {host: planHostFromModel(resolveHostModel(catalog, choice.on)), probe: null}
-  const probe = await probeOrExplain(smi())
-  const gpu = pickGpu(probe, choice.hostGpu ?? 0)
-  const model = hostModelFor(catalog, gpu)
-  if (gpu.migMode?.current === 'enabled' && gpu.migProfiles === null) {
-    // The probe degrades a refused `mig -lgip` to null; planning on it would read as "no slot is free".
-    throw new HostError('MIG_PROFILES_UNREADABLE', `GPU ${gpu.index} has MIG on, but nvidia-smi mig -lgip was refused, so its free slices are unknown`, {
-      exit: 4,
-      fix: ['run as root (or with GPU_COSPLAY_SUDO=1 and passwordless sudo for nvidia-smi)', `or plan against the model: --on ${model.key}`],
-    })
-  }
-  return {host: planHostFromProbe(gpu, model), probe}
+/**
+ * `--on MODEL` plans against an idle catalog model and needs no GPU. Otherwise the plan is what the next
+ * `up` with the same arguments would do: the probed GPU (default 0), the GPU-wide values other sessions
+ * hold (read from the state directory without a lock, creating nothing), and the same refusals.
+ */
+export async function planFor(catalog: Catalog, target: Target, request: PlanRequest, smi: () => Smi): Promise<Plan> {
+  if (request.on !== undefined) return planCosplay(target, planHostFromModel(resolveHostModel(catalog, request.on)), request.objective)
+  const gpu = pickGpu(await probeOrExplain(smi()), request.hostGpu ?? 0)
+  const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu))
+  const [{findStateDir}, {bookPath, readBook}, {heldSettings}, {planOnGpu}] = await Promise.all([
+    import('../../apply/state-dir.js'),
+    import('../../apply/gpu-book.js'),
+    import('../../apply/bring-up.js'),
+    import('../../plan/plan-on-gpu.js'),
+  ])
+  const stateDir = findStateDir(process.env, homedir())
+  const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
+  return planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, {strict: request.strict})
 }
 
-async function probeOrExplain(smi: Smi): Promise<HostProbe> {
+async function probeOrExplain(smi: Smi) {
   try {
     return await probeHost(smi)
   } catch (error) {

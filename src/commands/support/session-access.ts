@@ -11,6 +11,7 @@ import {sshKeyDir} from '../../container/prepare-container.js'
 import {DockerRuntime} from '../../container/runtime.js'
 import {type SessionContainer, sessionContainer} from '../../container/session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../../container/ssh-keys.js'
+import {invokingUser} from '../../core/invoking-user.js'
 
 export type SessionAccess = {
   readonly container: SessionContainer
@@ -21,10 +22,8 @@ export type SessionAccess = {
 /** The session's container; no GPU privileges needed. */
 export function accessSession(name: string | undefined): SessionAccess {
   const stateDir = resolveStateDir(process.env, homedir()).dir
-  const uid = process.getuid?.() ?? -1
-  const sudoUid = Number(process.env.SUDO_UID)
-  const owner = uid === 0 && process.env.SUDO_USER && Number.isInteger(sudoUid) ? sudoUid : uid
-  const session = pickSession(stateDir, name, {uid: owner, isRoot: uid === 0})
+  const user = invokingUser()
+  const session = pickSession(stateDir, name, {uid: user.uid, isRoot: user.isRoot})
   return {container: sessionContainer(session), stateDir, uid: session.owner.uid}
 }
 

@@ -1,7 +1,9 @@
 import {describe, expect, it} from '@jest/globals'
 
 import {parseFitReport} from '../../../src/commands/report.js'
-import {connectHost, containerUserName, parseByteSize, parseEnvFlags, parseVolumeFlags} from '../../../src/container/session-container.js'
+import {connectHost} from '../../../src/container/connect-host.js'
+import {parseByteSize, parseEnvFlags, parseVolumeFlags} from '../../../src/container/container-flags.js'
+import {containerUserName} from '../../../src/container/session-container.js'
 
 describe('container flag parsing', () => {
   it.each([

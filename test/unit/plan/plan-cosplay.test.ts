@@ -30,7 +30,7 @@ describe('planCosplay --match fp32', () => {
     const plan = planCosplay(t, planHostFromModel(model), 'fp32')
     if (fp32Reachable(t, model)) expect(Math.abs(plan.errors.fp32Pct)).toBeLessThanOrEqual(3)
     if (plan.mig && model.mig!.profiles.some((p) => p.memoryGiB >= t.vramGB)) expect(plan.mig.memoryGiB).toBeGreaterThanOrEqual(t.vramGB)
-    expect(plan.vramCapGB).toBeLessThanOrEqual(t.vramGB)
+    expect(plan.vramCapGiB).toBeLessThanOrEqual(t.vramGB)
   })
 
   it('reaches FP32 for most targets on an H200 (the model is not vacuous)', () => {
@@ -47,7 +47,7 @@ describe('planCosplay on an H200 model', () => {
     expect(plan.mig?.profile).toMatch(/^1g\./)
     expect(plan.clockMHz).toBeNull()
     expect(Math.abs(plan.errors.fp32Pct)).toBeLessThanOrEqual(3)
-    expect(plan.vramCapGB).toBe(16)
+    expect(plan.vramCapGiB).toBe(16)
     expect(plan.vramCapMiB).toBe(16384)
   })
 
@@ -57,7 +57,7 @@ describe('planCosplay on an H200 model', () => {
     expect(plan.clockMHz).toBeGreaterThan(600)
     expect(plan.clockMHz!).toBeLessThan(850)
     expect(Math.abs(plan.errors.fp32Pct)).toBeLessThanOrEqual(3)
-    expect(plan.vramCapGB).toBe(4)
+    expect(plan.vramCapGiB).toBe(4)
   })
 
   it('caps power at the target TDP clamped into the host range, and says so when clamped', () => {
@@ -133,7 +133,7 @@ describe('planCosplay without MIG', () => {
     expect(plan.needsMigEnable).toBe(false)
     expect(plan.smCount).toBe(142)
     expect(Math.abs(plan.errors.fp32Pct)).toBeLessThanOrEqual(3)
-    expect(plan.vramCapGB).toBe(24)
+    expect(plan.vramCapGiB).toBe(24)
     expect(plan.warnings[0]).toMatch(/^MIG is not available/)
   })
 

@@ -1,7 +1,7 @@
 import {bf16TflopsAt, fp32TflopsAt, migBandwidthGBs, supportedClocksMHz} from '../../../src/plan/throughput.js'
 import {hostModel} from './catalog-for-tests.js'
 
-// Datasheet figures the per-SM model must reproduce (design.md section 3, reference/hosts.yaml per_sm_rates).
+// Datasheet figures the per-SM model must reproduce (per-SM rates as in ARCHITECTURE.md and catalog/hosts.yaml).
 describe('throughput model', () => {
   it.each([
     ['h200', 132, 1980, 66.9, 989.4],

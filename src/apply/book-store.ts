@@ -1,0 +1,113 @@
+import fs from 'node:fs'
+import path from 'node:path'
+
+import {isCosplayError} from '../core/errors.js'
+import type {HostGpu} from '../host/types.js'
+import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './engine.js'
+import {bookPath, emptyBook, type GpuBook, readBook, type SessionRecord, writeBook} from './gpu-book.js'
+import {withGpuLock} from './gpu-lock.js'
+import {forgetIfRebooted} from './reboot.js'
+import {settleUnheldLeases} from './steps/lease-steps.js'
+import type {StepContext} from './steps/step.js'
+
+/**
+ * The per-GPU books in the state directory (gpus/<uuid>.json): listing them without a lock (they are
+ * replaced atomically), and opening one for a change with the sequence every mutation needs.
+ */
+
+export type SessionLocation = {readonly session: SessionRecord; readonly gpuUuid: string; readonly gpuName: string}
+
+export function listBooks(stateDir: string): {file: string; book: GpuBook}[] {
+  const dir = path.join(stateDir, 'gpus')
+  if (!fs.existsSync(dir)) return []
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json') && !f.startsWith('.'))
+    .sort()
+    .map((f) => path.join(dir, f))
+    .map((file) => ({file, book: readBook(file)!}))
+}
+
+/** Every session in every GPU book. */
+export function listSessions(stateDir: string): SessionLocation[] {
+  return listBooks(stateDir).flatMap(({book}) =>
+    Object.values(book.sessions).map((session) => ({session, gpuUuid: book.gpu.uuid, gpuName: book.gpu.name})),
+  )
+}
+
+export type BookStoreDeps = EngineDeps & {readonly stateDir: string; readonly bootId: string | null}
+
+/** A GPU's book opened under its lock, brought up to date with the GPU. */
+export type OpenBook = {
+  readonly book: GpuBook
+  /** the GPU as last read; callers that change it read it again with refresh() */
+  live: HostGpu
+  readonly persist: Persist
+  /** sessions of dead processes rolled back (or lost to a reboot) before the caller ran */
+  readonly recovered: readonly string[]
+  /** things the user should know: reboots, recovery, MIG left on... */
+  readonly notes: string[]
+  /** a damaged book moved aside (only with onCorrupt: 'move-aside') */
+  readonly movedAside: string | null
+  contextFor(session: SessionRecord): StepContext
+  refresh(): Promise<HostGpu>
+}
+
+export type WithBookOptions = {
+  /** 'move-aside': start from an empty book instead of failing on a damaged one (reset) */
+  readonly onCorrupt?: 'throw' | 'move-aside'
+}
+
+/**
+ * The sequence every mutation of a GPU shares, written once: take the GPU's lock, read its book, read the
+ * GPU, drop the records a reboot made void, roll back what dead processes left half-done, let the caller
+ * act, put back GPU-wide settings nobody holds any more, save.
+ */
+export async function withBook<T>(
+  deps: BookStoreDeps,
+  gpu: {readonly uuid: string; readonly name: string},
+  act: (open: OpenBook) => Promise<T>,
+  options: WithBookOptions = {},
+): Promise<T> {
+  return withGpuLock(deps.stateDir, gpu.uuid, async () => {
+    const file = bookPath(deps.stateDir, gpu.uuid)
+    const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw')
+    const persist = () => writeBook(file, book)
+    let live = await deps.gpu.probeGpu(gpu.uuid)
+    const before = Object.keys(book.sessions)
+    const notes = forgetIfRebooted(book, deps.bootId)
+    if (deps.bootId !== null) book.bootId = deps.bootId
+    const lostToReboot = before.filter((n) => !(n in book.sessions))
+    const recovery = await recoverAbandoned(deps, book, live, persist)
+    notes.push(...recovery.notes)
+    if (recovery.recovered.length > 0) live = await deps.gpu.probeGpu(gpu.uuid)
+    if (movedAside) notes.push(`the damaged journal was moved to ${movedAside}`)
+
+    const open: OpenBook = {
+      book,
+      live,
+      persist,
+      recovered: [...lostToReboot, ...recovery.recovered],
+      notes,
+      movedAside,
+      contextFor: (session) => stepContext(deps.gpu, book, session, open.live),
+      refresh: async () => (open.live = await deps.gpu.probeGpu(gpu.uuid)),
+    }
+    const result = await act(open)
+    const settle = {gpu: deps.gpu, book, notes, live: open.live}
+    await settleUnheldLeases(settle)
+    persist()
+    return result
+  })
+}
+
+function readOrStart(file: string, gpu: {uuid: string; name: string}, bootId: string | null, onCorrupt: 'throw' | 'move-aside'): {book: GpuBook; movedAside: string | null} {
+  try {
+    return {book: readBook(file) ?? emptyBook({uuid: gpu.uuid, name: gpu.name}, bootId), movedAside: null}
+  } catch (error) {
+    if (onCorrupt === 'throw' || !isCosplayError(error) || error.code !== 'JOURNAL_CORRUPT') throw error
+    const movedAside = `${file}.corrupt-${process.pid}`
+    fs.renameSync(file, movedAside)
+    return {book: emptyBook({uuid: gpu.uuid, name: gpu.name}, bootId), movedAside}
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * How `up` knows a session's container is usable, as small strategies (after testcontainers-node's wait
+ * strategies): an ssh login when sshd is published, else the entrypoint having made the session user.
+ */
+import {ContainerError} from '../core/errors.js'
+import type {DockerRuntime} from './runtime.js'
+import type {SessionContainer} from './session-container.js'
+
+export type Readiness = {
+  /** for progress: what is awaited */
+  readonly describe: string
+  waitUntilReady(timeoutMs: number): Promise<void>
+}
+
+export function sshLogin(container: SessionContainer, privateKey: Buffer | string): Readiness {
+  return {
+    describe: `ssh on ${container.sshHost}:${container.sshPort}`,
+    async waitUntilReady(timeoutMs) {
+      const {SshSession} = await import('./ssh-client.js')
+      const ssh = await SshSession.connectWithRetry({host: container.sshHost!, port: container.sshPort!, username: container.user, privateKey}, {timeoutMs})
+      ssh.close()
+    },
+  }
+}
+
+/** Without sshd there is no login to wait for: wait until the entrypoint has made the user, so exec works at once. */
+export function entrypointDone(container: SessionContainer, runtime: DockerRuntime): Readiness {
+  return {
+    describe: `the entrypoint of ${container.name}`,
+    async waitUntilReady(timeoutMs) {
+      const deadline = Date.now() + timeoutMs
+      while (Date.now() < deadline) {
+        const marker = await runtime.exec(container.id, ['test', '-f', '/etc/gpu-cosplay/permit-user-environment']).catch(() => null)
+        const who = marker?.exitCode === 0 ? await runtime.exec(container.id, ['id', '-u', container.user]).catch(() => null) : null
+        if (who?.exitCode === 0) return
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      throw new ContainerError('CONTAINER_NOT_READY', `the entrypoint of ${container.session} did not create user ${container.user} within ${Math.round(timeoutMs / 1000)} s`, {
+        fix: [`look at its log: docker logs ${container.name}`],
+      })
+    },
+  }
+}
+
+export function readinessOf(container: SessionContainer, privateKey: Buffer | string, runtime: DockerRuntime): Readiness {
+  return container.sshPort !== null && container.sshHost !== null ? sshLogin(container, privateKey) : entrypointDone(container, runtime)
+}

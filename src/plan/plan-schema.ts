@@ -1,0 +1,76 @@
+import {z} from 'zod'
+
+import {OBJECTIVES} from './objectives.js'
+
+/**
+ * The shape of a Plan, stated once: the planner's types are inferred from it, and a session's journal
+ * stores its plan validated against it. Only the apply layer loads this at run time (zod is not needed
+ * for `plan`); everything else imports its types.
+ */
+const targetSummary = z.object({
+  key: z.string(),
+  name: z.string(),
+  fp32Tflops: z.number(),
+  bf16Tflops: z.number().nullable(),
+  bandwidthGBs: z.number(),
+  vramGB: z.number(),
+  tdpW: z.number(),
+})
+
+const migChoice = z.object({
+  profile: z.string(),
+  profileId: z.number(),
+  smCount: z.number(),
+  memoryGiB: z.number(),
+  memorySlices: z.number(),
+})
+
+/** Per-session shaping inside the session's own slice: an MPS control daemon's default limits. */
+const mpsShaping = z.object({
+  /** set_default_active_thread_percentage */
+  activeThreadPercentage: z.number().int().min(1).max(100),
+  /** the SMs a client gets at that percentage (see smsForPercentage) */
+  smCount: z.number().int(),
+  /** set_default_device_pinned_mem_limit 0 <N>M */
+  pinnedMemLimitMiB: z.number().int(),
+})
+
+const gpuWide = z.object({
+  /** this session locks the GPU's clocks (plan.clockMHz) */
+  clockLock: z.boolean(),
+  /** this session sets the GPU's power limit (plan.powerLimitW) */
+  powerLimit: z.boolean(),
+  /** why it holds them, or why not */
+  reason: z.string(),
+})
+
+const expected = z.object({fp32Tflops: z.number(), bf16Tflops: z.number(), bandwidthGBs: z.number(), vramGB: z.number()})
+
+/** signed percent, (expected - target) / target; null where the target has no such figure */
+const axisErrors = z.object({fp32Pct: z.number(), bf16Pct: z.number().nullable(), bandwidthPct: z.number(), vramPct: z.number()})
+
+export const planSchema = z.object({
+  target: targetSummary,
+  host: z.object({name: z.string(), index: z.number().nullable(), model: z.string()}),
+  objective: z.enum(OBJECTIVES),
+  mig: migChoice.nullable(),
+  /** true when `up` must turn MIG mode on first */
+  needsMigEnable: z.boolean(),
+  /** SMs the workload can use: the slice's, or fewer under MPS */
+  smCount: z.number(),
+  /** the clock to lock (MHz); null = leave clocks unlocked (the plan runs at the clock in force) */
+  clockMHz: z.number().nullable(),
+  /** the clock the estimate assumes (the lock, or the maximum when unlocked) */
+  effectiveClockMHz: z.number(),
+  /** the power limit to set (W); null = leave the GPU's power limit as it is */
+  powerLimitW: z.number().nullable(),
+  mps: mpsShaping.nullable(),
+  gpuWide,
+  vramCapGiB: z.number(),
+  vramCapMiB: z.number(),
+  expected,
+  errors: axisErrors,
+  warnings: z.array(z.string()),
+})
+
+export type PlanShape = z.infer<typeof planSchema>
