@@ -5,13 +5,15 @@ import {pickGpu} from '../host/pick-gpu.js'
 import type {HostGpu} from '../host/types.js'
 import {hostModelFor, planHostFromProbe} from '../plan/plan-host.js'
 import {type HeldSettings, planOnGpu} from '../plan/plan-on-gpu.js'
-import type {Objective, Plan} from '../plan/types.js'
+import type {GpuWideRequest, Objective, Plan} from '../plan/types.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, runSteps, unwindSession} from './engine.js'
 import type {GpuBook, SessionRecord} from './gpu-book.js'
 import {assertSessionName, releaseName, reserveAutoName, reserveName} from './session-names.js'
 import {createComputeInstance, createGpuInstance} from './steps/instance-steps.js'
 import {enableMig, lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
+import {mpsStepFor, type StartMpsParams} from './steps/mps-step.js'
+import {stepFor} from './steps/registry.js'
 import type {PlannedStep} from './steps/step.js'
 
 export type Owner = {readonly uid: number; readonly user: string}
@@ -26,6 +28,12 @@ export type UpRequest = {
   readonly owner: Owner
   readonly pid: number
   readonly hostname: string
+  /** GPU-wide settings a session on a slice takes anyway, because the user asked */
+  readonly gpuWide?: GpuWideRequest
+  /** an MPS control binary is on this host: the plan shapes the session with it */
+  readonly mpsAvailable: boolean
+  /** start the session's MPS daemon on the host (no container; with one, its entrypoint runs the daemon) */
+  readonly mpsOnHost: {readonly owner: {readonly uid: number; readonly gid: number}; readonly runAsOwner: boolean} | null
   /** steps of later layers (the container), run after the GPU is ready, inside the same journal */
   readonly extraSteps?: (session: SessionRecord, live: HostGpu) => PlannedStep[]
 }
@@ -44,6 +52,8 @@ export type ActiveSession = {
   readonly plan: Plan
   /** memory of the slice (or GPU) the session runs on, in MiB */
   readonly physicalMiB: number
+  /** the session's MPS daemon on the host, when up started one */
+  readonly mpsDaemon: {readonly pipeDirectory: string; readonly logDirectory: string} | null
   /** sessions of dead processes this call rolled back first */
   readonly recovered: readonly string[]
   readonly notes: readonly string[]
@@ -71,9 +81,8 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
 
 async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, open: OpenBook, migUuidsBefore: ReadonlySet<string>): Promise<ActiveSession> {
   const {book, persist} = open
-  const plan = planOnGpu(request.target, planHostFromProbe(open.live, hostModelFor(deps.catalog, open.live)), request.objective, heldSettings(book), {
-    strict: request.strict,
-  })
+  const host = planHostFromProbe(open.live, hostModelFor(deps.catalog, open.live), {mpsAvailable: request.mpsAvailable})
+  const plan = planOnGpu(request.target, host, request.objective, heldSettings(book), {strict: request.strict, ...request.gpuWide})
   const session: SessionRecord = {
     name,
     owner: {...request.owner},
@@ -96,6 +105,10 @@ async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, ope
     await runSteps(ctx, persist, gpuSteps(plan), deps.cancel)
     if (session.mig) session.mig.uuid = await migUuidOf(deps.gpu, ctx.live, session, book, migUuidsBefore)
     persist()
+    if (plan.mps && request.mpsOnHost) {
+      const {owner, runAsOwner} = request.mpsOnHost
+      await runSteps(ctx, persist, [mpsStepFor(stepFor(deps.steps, 'start-mps'), plan.mps, deps.stateDir, name, owner, runAsOwner)], deps.cancel)
+    }
     if (request.extraSteps) await runSteps(ctx, persist, request.extraSteps(session, ctx.live), deps.cancel)
     // Ctrl-C during the last step: the session is complete, but the user asked for it to be undone.
     if (deps.cancel.requested) throw new StateError('INTERRUPTED', 'interrupted; undoing what was done')
@@ -122,6 +135,7 @@ async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, ope
     session,
     plan,
     physicalMiB: physicalMiBOf(plan, ctx.live),
+    mpsDaemon: mpsDaemonOf(session),
     recovered: open.recovered,
     notes: [...notes, ...ctx.notes],
   }
@@ -141,6 +155,13 @@ export function heldSettings(book: GpuBook): HeldSettings {
   }
 }
 
+function mpsDaemonOf(session: SessionRecord): ActiveSession['mpsDaemon'] {
+  const entry = session.journal.find((e) => e.kind === 'start-mps' && e.state === 'done')
+  if (!entry) return null
+  const params = entry.params as StartMpsParams
+  return {pipeDirectory: params.pipeDirectory, logDirectory: params.logDirectory}
+}
+
 function gpuSteps(plan: Plan): PlannedStep[] {
   const steps: PlannedStep[] = [{impl: setPersistence, params: {value: true}}]
   if (plan.mig) {
@@ -150,7 +171,9 @@ function gpuSteps(plan: Plan): PlannedStep[] {
       {impl: createComputeInstance, params: {}},
     )
   }
-  steps.push({impl: lockClocks, params: {value: plan.clockMHz}}, {impl: setPowerLimit, params: {value: plan.powerLimitW}})
+  // GPU-wide knobs bind every tenant: only a session that holds the whole GPU (or asked) takes them.
+  if (plan.gpuWide.clockLock) steps.push({impl: lockClocks, params: {value: plan.clockMHz}})
+  if (plan.gpuWide.powerLimit && plan.powerLimitW !== null) steps.push({impl: setPowerLimit, params: {value: plan.powerLimitW}})
   return steps
 }
 

@@ -90,3 +90,50 @@ function ensureWritable(dir: string, shared: boolean): void {
     })
   }
 }
+
+/**
+ * `<state>/users/<uid>`: a user's own folder (0700) in the team's shared state directory, for their ssh key and
+ * their sessions' MPS pipes. `<state>/users/` itself is shared like the state directory: 1777, so everyone can
+ * make their folder there and nobody can remove another's. Created as the owner when we run as root (sudo).
+ */
+export function ensureUserDir(stateDir: string, owner: {readonly uid: number; readonly gid: number}): string {
+  const users = path.join(stateDir, 'users')
+  ensureSharedDir(users)
+  const mine = path.join(users, String(owner.uid))
+  ensurePrivateDir(mine, owner)
+  return mine
+}
+
+/** A folder of the user's own under theirs (0700), e.g. one session's MPS pipe directory. */
+export function ensurePrivateDir(dir: string, owner: {readonly uid: number; readonly gid: number}): void {
+  if (!fs.existsSync(dir)) fs.mkdirSync(dir, {mode: 0o700})
+  const info = fs.statSync(dir)
+  if (!info.isDirectory()) throw new StateError('STATE_DIR_DAMAGED', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
+  if (info.uid !== owner.uid) {
+    if (process.getuid?.() !== 0) {
+      throw new StateError('STATE_DIR_NOT_OWNED', `${dir} belongs to uid ${info.uid}, not to you (uid ${owner.uid})`, {exit: 4, fix: [`sudo chown ${owner.uid}:${owner.gid} ${dir}`]})
+    }
+    fs.chownSync(dir, owner.uid, owner.gid)
+  }
+  if ((info.mode & 0o777) !== 0o700) fs.chmodSync(dir, 0o700)
+}
+
+function ensureSharedDir(dir: string): void {
+  if (!fs.existsSync(dir)) {
+    try {
+      fs.mkdirSync(dir)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+  }
+  const info = fs.statSync(dir)
+  if ((info.mode & 0o7777) === 0o1777) return
+  if (info.uid === process.getuid?.() || process.getuid?.() === 0) {
+    fs.chmodSync(dir, 0o1777)
+    return
+  }
+  throw new StateError('STATE_DIR_NOT_SHARED', `${dir} is private to uid ${info.uid} (mode ${(info.mode & 0o7777).toString(8)}), so other users cannot keep their keys and MPS pipes there`, {
+    exit: 4,
+    fix: [`sudo chmod 1777 ${dir}`],
+  })
+}

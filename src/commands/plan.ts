@@ -26,13 +26,22 @@ Changes nothing.`
     on: Flags.string({description: 'plan against a built-in host model (h200, h100-sxm, a100-80g, a30, l40s...)', exclusive: ['host-gpu']}),
     match: Flags.string({description: 'what to match most closely', options: [...OBJECTIVES], default: 'balanced'}),
     strict: Flags.boolean({description: 'as up --strict: refuse instead of sharing a clock or power limit another session holds'}),
+    'lock-clock': Flags.boolean({description: 'as up --lock-clock: lock the GPU-wide clock even on a slice'}),
+    'cap-power': Flags.boolean({description: "as up --cap-power: cap the GPU-wide power at the target's TDP even on a slice"}),
   }
 
   async run(): Promise<PlanResult> {
     const {args, flags} = await this.parse(Plan)
     const catalog = await currentCatalog()
     const target = resolveTarget(catalog, args.gpu)
-    const request = {on: flags.on, hostGpu: flags['host-gpu'], objective: flags.match as CosplayPlan['objective'], strict: flags.strict}
+    const request = {
+      on: flags.on,
+      hostGpu: flags['host-gpu'],
+      objective: flags.match as CosplayPlan['objective'],
+      strict: flags.strict,
+      lockClock: flags['lock-clock'],
+      capPower: flags['cap-power'],
+    }
     const plan = await planFor(catalog, target, request, () => localSmi())
     if (!this.jsonEnabled()) this.log(renderPlan(plan))
     return plan
@@ -54,6 +63,8 @@ export function renderPlan(plan: CosplayPlan): string {
     `  slice:  ${slice}${plan.needsMigEnable ? ' (MIG mode must be turned on)' : ''}`,
     `  clock:  ${plan.clockMHz === null ? `unlocked (max ${plan.effectiveClockMHz} MHz)` : `locked at ${plan.clockMHz} MHz`}`,
     `  power:  ${plan.powerLimitW === null ? 'left as found' : `${plan.powerLimitW} W`} (GPU-wide)`,
+    `  MPS:    ${plan.mps ? `${plan.mps.activeThreadPercentage}% active threads = ${plan.mps.smCount} of ${plan.mig?.smCount ?? plan.smCount} SMs, ${plan.mps.pinnedMemLimitMiB} MiB pinned` : 'not available here: GPU-wide knobs shape the session'}`,
+    `  GPU-wide: ${plan.gpuWide.reason}`,
     `  VRAM:   capped at ${plan.vramCapGiB} GiB (${plan.vramCapMiB} MiB)`,
     '',
     formatTable(['AXIS', 'EXPECTED', 'TARGET', 'ERROR'], rows),

@@ -22,6 +22,10 @@ export type UpResult = {
   clockMHz: number | null
   powerLimitW: number | null
   vramCapGiB: number
+  /** per-session shaping inside the slice; null without MPS on this host */
+  mps: {activeThreadPercentage: number; smCount: number; pinnedMemLimitMiB: number; pipeDirectory: string} | null
+  /** which GPU-wide settings this session holds, and why */
+  gpuWide: Plan['gpuWide']
   /** what a workload outside a container needs: device visibility plus the costume's variables */
   env: Record<string, string>
   plan: Plan
@@ -72,6 +76,8 @@ Then it starts a container on the slice (the last step of the same journal, so \
     name: Flags.string({description: 'session name (default: <user>-<target>)'}),
     'no-container': Flags.boolean({description: 'only prepare the GPU; print the variables your own workload needs'}),
     strict: Flags.boolean({description: 'fail instead of sharing a clock or power limit another session holds'}),
+    'lock-clock': Flags.boolean({description: 'lock the GPU-wide clock even on a slice (it binds every tenant of the GPU; by default only a whole-GPU session does)'}),
+    'cap-power': Flags.boolean({description: "cap the GPU-wide power limit at the target's TDP even on a slice (it binds every tenant of the GPU)"}),
     image: Flags.string({description: 'image to run (default: the cosplay image, built on first use); any other image gets the entrypoint and hooks bind-mounted'}),
     workspace: Flags.string({description: 'host folder mounted at /workspace (default: the current folder)'}),
     volume: Flags.string({description: 'extra bind mount HOST:CONTAINER[:ro] (repeatable)', multiple: true}),
@@ -87,7 +93,11 @@ Then it starts a container on the slice (the last step of the same journal, so \
     const target = resolveTarget(catalog, args.gpu)
     // Flags are checked before Docker or the GPU is contacted.
     const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, this.config.version)
-    const [{applyContext, cancelOnSignals}, {bringUp}] = await Promise.all([import('./support/apply-context.js'), import('../apply/bring-up.js')])
+    const [{applyContext, cancelOnSignals}, {bringUp}, {findMpsControl}] = await Promise.all([
+      import('./support/apply-context.js'),
+      import('../apply/bring-up.js'),
+      import('../host/mps.js'),
+    ])
     const ctx = await applyContext({mutates: true})
     const quiet = this.jsonEnabled()
     const say = (message: string) => (quiet ? undefined : this.logToStderr(message))
@@ -102,6 +112,10 @@ Then it starts a container on the slice (the last step of the same journal, so \
       owner: ctx.owner,
       pid: process.pid,
       hostname: ctx.hostname,
+      gpuWide: {lockClock: flags['lock-clock'], capPower: flags['cap-power']},
+      mpsAvailable: findMpsControl(process.env) !== null,
+      // with a container the entrypoint runs the daemon inside it, as the session user
+      mpsOnHost: containerInput ? null : {owner: {uid: ctx.user.uid, gid: ctx.user.gid}, runAsOwner: process.getuid?.() === 0 && ctx.user.uid !== 0},
     }
     const deps = {...ctx.deps, catalog, cancel, onProgress: say, isRoot: ctx.isRoot}
     if (!quiet) ux.action.start(`Applying ${target.name} to GPU ${flags['host-gpu']}`)
@@ -169,8 +183,9 @@ async function containerInputFrom(flags: UpFlags, target: Target, version: strin
 }
 
 async function upResult(active: ActiveSession, target: Target, launched: LaunchedSession | null, startedAt: number): Promise<UpResult> {
-  const {costumeEnv} = await import('../plan/costume-env.js')
+  const [{costumeEnv}, {CONTAINER_MPS_DIRS}] = await Promise.all([import('../plan/costume-env.js'), import('../core/names.js')])
   const device = active.session.mig?.uuid ?? active.gpuUuid
+  const mpsDirs = launched ? (active.plan.mps ? CONTAINER_MPS_DIRS : null) : active.mpsDaemon && {pipe: active.mpsDaemon.pipeDirectory, log: active.mpsDaemon.logDirectory}
   return {
     name: active.name,
     target: active.session.target,
@@ -184,10 +199,13 @@ async function upResult(active: ActiveSession, target: Target, launched: Launche
     clockMHz: active.plan.clockMHz,
     powerLimitW: active.plan.powerLimitW,
     vramCapGiB: active.plan.vramCapGiB,
+    mps: active.plan.mps && mpsDirs && {...active.plan.mps, pipeDirectory: mpsDirs.pipe},
+    gpuWide: active.plan.gpuWide,
     env: {
       CUDA_VISIBLE_DEVICES: device,
       NVIDIA_VISIBLE_DEVICES: device,
       ...costumeEnv(active.plan, {hasTf32: target.tf32Tflops !== null}, active.physicalMiB, active.name),
+      ...(mpsDirs ? {CUDA_MPS_PIPE_DIRECTORY: mpsDirs.pipe, CUDA_MPS_LOG_DIRECTORY: mpsDirs.log} : {}),
     },
     plan: active.plan,
     warnings: [...active.plan.warnings],
@@ -221,6 +239,10 @@ export function renderUp(r: UpResult): string {
     `Session ${r.name}: ${r.target.name} on GPU ${r.hostGpu.index}`,
     `  slice:  ${slice}`,
     `  clock:  ${r.clockMHz === null ? 'unlocked' : `${r.clockMHz} MHz`}   power: ${power}   VRAM cap: ${r.vramCapGiB} GiB`,
+    r.mps
+      ? `  MPS:    ${r.mps.activeThreadPercentage}% active threads = ${r.mps.smCount} SMs, ${r.mps.pinnedMemLimitMiB} MiB pinned (${r.mps.pipeDirectory})`
+      : '  MPS:    not used (no nvidia-cuda-mps-control on this host): the VRAM cap is the costume\'s, for torch/JAX/CuPy only',
+    `  GPU-wide: ${r.gpuWide.reason}`,
     '',
     ...(r.container ? renderContainer(r.container) : ['For your own workload (the costume hooks read these):', ...Object.entries(r.env).map(([k, v]) => `  export ${k}=${shellQuote(v)}`)]),
     '',

@@ -8,7 +8,7 @@ import {physicalMiBOf} from '../apply/bring-up.js'
 import type {ContainerAccess, ContainerRecord, SessionRecord} from '../apply/gpu-book.js'
 import type {PlannedStep} from '../apply/steps/step.js'
 import {ContainerError} from '../core/errors.js'
-import {LABELS} from '../core/names.js'
+import {CONTAINER_MPS_DIRS, COSTUME_ENV, LABELS} from '../core/names.js'
 import type {HostGpu} from '../host/types.js'
 import {costumeEnv} from '../plan/costume-env.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
@@ -77,6 +77,9 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     GPU_COSPLAY_UID: String(o.owner.uid),
     GPU_COSPLAY_GID: String(o.owner.gid),
     GPU_COSPLAY_SSH_PUBKEY: o.authorizedKeys.join('\n'),
+    // which names came from --env, so the entrypoint hands exactly those (and its own) to ssh sessions
+    GPU_COSPLAY_USER_ENV_NAMES: Object.keys(o.env).join(' '),
+    ...mpsEnv(plan),
   }
   const binds = [`${o.workspace}:/workspace`, ...o.volumes]
   const byo = !o.image.isCosplayImage
@@ -105,6 +108,18 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     binds,
     ...(o.shmSizeBytes ? {shmSizeBytes: o.shmSizeBytes} : {}),
     ...(byo ? {entrypoint: [`${COSPLAY_DIR}/entrypoint.sh`], cmd: [], init: true} : {}),
+  }
+}
+
+/** The session's MPS limits for the entrypoint, which starts the daemon inside the container as the session user. */
+function mpsEnv(plan: SessionRecord['plan']): Record<string, string> {
+  if (!plan.mps) return {}
+  return {
+    [COSTUME_ENV.mpsThreadPct]: String(plan.mps.activeThreadPercentage),
+    [COSTUME_ENV.mpsPinnedMemLimitMiB]: String(plan.mps.pinnedMemLimitMiB),
+    // in Config.Env, so `docker exec` clients find the daemon too
+    CUDA_MPS_PIPE_DIRECTORY: CONTAINER_MPS_DIRS.pipe,
+    CUDA_MPS_LOG_DIRECTORY: CONTAINER_MPS_DIRS.log,
   }
 }
 

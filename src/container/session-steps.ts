@@ -1,12 +1,19 @@
 import {GPU_STEPS, type StepRegistry, stepRegistry} from '../apply/steps/registry.js'
+import {startMpsStep} from '../apply/steps/mps-step.js'
+import {LocalExecutor} from '../core/local-executor.js'
+import {MpsControl, findMpsControl, mpsControlPathFrom} from '../host/mps.js'
 import {type RuntimeFactory, startContainerStep} from './container-step.js'
 
-/** Every step a session's journal can name: the GPU's own and the container's. The commands' one registry. */
-export function sessionSteps(runtime: RuntimeFactory = dockerRuntime): StepRegistry {
-  return stepRegistry([...GPU_STEPS, startContainerStep(runtime)])
+/** Every step a session's journal can name: the GPU's own, the MPS daemon's and the container's. The commands' one registry. */
+export function sessionSteps(runtime: RuntimeFactory = dockerRuntime, mps: () => MpsControl = hostMps): StepRegistry {
+  return stepRegistry([...GPU_STEPS, startMpsStep(mps), startContainerStep(runtime)])
 }
 
 async function dockerRuntime() {
   const {DockerRuntime} = await import('./runtime.js')
   return new DockerRuntime()
+}
+
+function hostMps(): MpsControl {
+  return new MpsControl(new LocalExecutor(), findMpsControl(process.env) ?? mpsControlPathFrom(process.env))
 }

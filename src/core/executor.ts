@@ -14,6 +14,9 @@ export type ExecOptions = {
   timeoutMs?: number
   env?: Record<string, string | undefined>
   input?: string
+  /** run as this user (only a root process can); e.g. an MPS daemon belongs to the session's owner */
+  uid?: number
+  gid?: number
 }
 
 export interface Executor {

@@ -10,6 +10,8 @@ export class LocalExecutor implements Executor {
       timeout: options.timeoutMs,
       env: options.env,
       input: options.input,
+      ...(options.uid !== undefined ? {uid: options.uid} : {}),
+      ...(options.gid !== undefined ? {gid: options.gid} : {}),
       stripFinalNewline: false,
       // A missing binary must surface as an error, not as exit code 127 from a shell.
       shell: false,

@@ -15,6 +15,7 @@ export const LABELS = {
 /** Variables the tool itself reads on the host. */
 export const HOST_ENV = {
   nvidiaSmi: 'GPU_COSPLAY_NVIDIA_SMI',
+  mpsControl: 'GPU_COSPLAY_MPS_CONTROL',
   stateDir: 'GPU_COSPLAY_STATE_DIR',
   catalogDir: 'GPU_COSPLAY_CATALOG_DIR',
   sudo: 'GPU_COSPLAY_SUDO',
@@ -35,7 +36,13 @@ export const COSTUME_ENV = {
   hasBf16: 'GPU_COSPLAY_HAS_BF16',
   hasTf32: 'GPU_COSPLAY_HAS_TF32',
   session: 'GPU_COSPLAY_SESSION',
+  /** per-session MPS limits; the entrypoint starts the session's daemon with them (absent: no MPS) */
+  mpsThreadPct: 'GPU_COSPLAY_MPS_THREAD_PCT',
+  mpsPinnedMemLimitMiB: 'GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB',
 } as const
+
+/** Where a container's MPS daemon keeps its pipe and log (the entrypoint makes them, owned by the session user). */
+export const CONTAINER_MPS_DIRS = {pipe: '/run/gpu-cosplay/mps/pipe', log: '/run/gpu-cosplay/mps/log'} as const
 
 export const STEP_KINDS = [
   'set-persistence',
@@ -44,6 +51,7 @@ export const STEP_KINDS = [
   'create-ci',
   'lock-clocks',
   'set-power-limit',
+  'start-mps',
   'start-container',
 ] as const
 export type StepKind = (typeof STEP_KINDS)[number]

@@ -2,7 +2,8 @@ import type {Target} from '../catalog/types.js'
 import {StateError} from '../core/errors.js'
 import {errorPct, round} from '../core/units.js'
 import {bf16TflopsAt, fp32TflopsAt, migBandwidthGBs, supportedClocksMHz} from './throughput.js'
-import type {Expected, Objective, Plan, PlanConstraints, PlanHost, ProfileOption, TargetSummary} from './types.js'
+import {type MpsLevel, mpsLevels} from './mps-shaping.js'
+import type {Expected, GpuWideRequest, Objective, Plan, PlanConstraints, PlanHost, ProfileOption, TargetSummary} from './types.js'
 import {explainPlan} from './warnings.js'
 
 /** A slice (or the whole GPU) the plan could run on. */
@@ -16,6 +17,8 @@ type Shape = {
 type Candidate = {
   readonly shape: Shape
   readonly clockMHz: number
+  /** SMs the session gets: the slice's, or fewer under MPS */
+  readonly mps: MpsLevel | null
   readonly expected: Expected
   /** log error on the objective */
   readonly primary: number
@@ -32,36 +35,55 @@ const EQUIVALENT_CEILING = 0.025
 /** Among equivalent candidates a smaller slice wins, leaving the rest of the GPU to teammates. */
 const SLICE_WEIGHT = 0.05
 
+/** Which GPU-wide settings a session on this shape takes, and why. */
+type GpuWide = {readonly clockLock: boolean; readonly powerLimit: boolean; readonly reason: string}
+
 /**
- * Chooses a MIG profile, a clock and a power cap so that the host imitates the target as closely as the
- * objective asks. Pure: everything it needs is in its arguments.
+ * Chooses a MIG profile, the SMs within it (MPS), a clock and a power cap so that the host imitates the
+ * target as closely as the objective asks. Pure: everything it needs is in its arguments.
+ *
+ * GPU-wide knobs (clock lock, power limit) bind every tenant of the GPU, so with MPS they are used only by a
+ * session that holds the whole GPU, or when asked for; a slice is shaped by its MPS percentage at the clock
+ * in force. Without MPS on the host they shape every session, as before.
  */
 export function planCosplay(
   target: Target,
   host: PlanHost,
   objective: Objective = 'balanced',
   constraints: PlanConstraints = {},
+  request: GpuWideRequest = {},
 ): Plan {
   const shapes = candidateShapes(target, host)
-  const clocks = clockChoices(host, constraints)
   const candidates: Candidate[] = []
   for (const shape of shapes.options) {
-    for (const clockMHz of clocks) {
-      const expected = expectedFor(target, host, shape, clockMHz)
-      candidates.push({
-        shape,
-        clockMHz,
-        expected,
-        primary: objectiveError(objective, target, expected),
-        secondary: objectiveError('balanced', target, expected) + SLICE_WEIGHT * sliceFraction(host, shape),
-      })
+    const gpuWide = gpuWideFor(host, shape, request)
+    const levels: (MpsLevel | null)[] = host.mpsAvailable ? mpsLevels(shape.smCount) : [null]
+    for (const clockMHz of clockChoices(host, constraints, gpuWide.clockLock)) {
+      for (const mps of levels) {
+        const expected = expectedFor(target, host, shape, mps?.smCount ?? shape.smCount, clockMHz)
+        candidates.push({
+          shape,
+          clockMHz,
+          mps,
+          expected,
+          primary: objectiveError(objective, target, expected),
+          secondary: objectiveError('balanced', target, expected) + SLICE_WEIGHT * sliceFraction(host, shape),
+        })
+      }
     }
   }
 
   // candidateShapes never returns an empty list; it throws instead.
-  const chosen = pickCandidate(candidates)
-  const powerLimitW = constraints.powerLimitW ?? clamp(target.tdpW, host.powerRangeW.min, host.powerRangeW.max)
-  const lockedClockMHz = constraints.clockMHz !== undefined ? constraints.clockMHz : chosen.clockMHz === host.clockRangeMHz.max ? null : chosen.clockMHz
+  const chosen = pickCandidate(candidates, host, objective, target)
+  const gpuWide = gpuWideFor(host, chosen.shape, request)
+  const powerLimitW = gpuWide.powerLimit ? (constraints.powerLimitW ?? clamp(target.tdpW, host.powerRangeW.min, host.powerRangeW.max)) : null
+  const lockedClockMHz = !gpuWide.clockLock
+    ? null
+    : constraints.clockMHz !== undefined
+      ? constraints.clockMHz
+      : chosen.clockMHz === host.clockRangeMHz.max
+        ? null
+        : chosen.clockMHz
   const summary = summarise(target)
   const errors = {
     fp32Pct: round(errorPct(chosen.expected.fp32Tflops, target.fp32Tflops)),
@@ -70,6 +92,7 @@ export function planCosplay(
     vramPct: round(errorPct(chosen.expected.vramGB, target.vramGB)),
   }
   const profile = chosen.shape.profile
+  const vramCapMiB = Math.round(chosen.expected.vramGB * 1024)
   const plan: Omit<Plan, 'warnings'> = {
     target: summary,
     host: {name: host.name, index: host.index, model: host.model.key},
@@ -82,26 +105,73 @@ export function planCosplay(
       memorySlices: profile.memorySlices,
     },
     needsMigEnable: profile !== null && !host.migEnabled,
-    smCount: chosen.shape.smCount,
+    smCount: chosen.mps?.smCount ?? chosen.shape.smCount,
     clockMHz: lockedClockMHz,
     effectiveClockMHz: chosen.clockMHz,
     powerLimitW,
-    mps: null,
-    gpuWide: {clockLock: lockedClockMHz !== null, powerLimit: true, reason: 'the clock and power limit shape this session (GPU-wide)'},
+    mps: chosen.mps && {activeThreadPercentage: chosen.mps.activeThreadPercentage, smCount: chosen.mps.smCount, pinnedMemLimitMiB: vramCapMiB},
+    gpuWide,
     vramCapGiB: chosen.expected.vramGB,
-    vramCapMiB: Math.round(chosen.expected.vramGB * 1024),
+    vramCapMiB,
     expected: chosen.expected,
     errors,
   }
   return {...plan, warnings: explainPlan(target, host, plan, shapes.tooBigForAnySlice, constraints)}
 }
 
-function pickCandidate(candidates: readonly Candidate[]): Candidate {
+function gpuWideFor(host: PlanHost, shape: Shape, request: GpuWideRequest): GpuWide {
+  if (!host.mpsAvailable) return {clockLock: true, powerLimit: true, reason: 'no MPS on this host: the clock and power limit (GPU-wide) shape this session'}
+  const totalSlices = host.model.mig?.memorySlices
+  const wholeGpu = shape.profile === null || (totalSlices !== undefined && shape.profile.memorySlices >= totalSlices)
+  if (wholeGpu) return {clockLock: true, powerLimit: true, reason: 'the session holds the whole GPU, so the GPU-wide clock and power limit are its own'}
+  const asked = [request.lockClock && 'the clock lock', request.capPower && 'the power limit'].filter(Boolean)
+  return {
+    clockLock: request.lockClock === true,
+    powerLimit: request.capPower === true,
+    reason:
+      asked.length > 0
+        ? `asked for ${asked.join(' and ')}, which bind every tenant of this GPU`
+        : 'a slice is shaped by MPS inside it; the GPU-wide clock and power limit are left to the whole GPU',
+  }
+}
+
+/**
+ * A session takes no more of the GPU than it needs: the smallest slice that gets the objective within
+ * EQUIVALENT_CEILING wins, or, under MPS (whose SM steps can be coarser than that), the smallest slice
+ * whose SMs span the target on the matched axis. Within that slice, candidates within
+ * EQUIVALENT_LOG_ERROR of its best count as equal and the balanced error decides.
+ */
+function pickCandidate(candidates: readonly Candidate[], host: PlanHost, objective: Objective, target: Target): Candidate {
   const best = Math.min(...candidates.map((c) => c.primary))
-  const window = Math.max(best, Math.min(best + EQUIVALENT_LOG_ERROR, EQUIVALENT_CEILING)) + 1e-12
-  return candidates
-    .filter((c) => c.primary <= window)
-    .reduce((a, b) => (b.secondary < a.secondary - 1e-12 ? b : a))
+  const bySize = [...new Set(candidates.map((c) => sliceFraction(host, c.shape)))].sort((a, b) => a - b)
+  const spans = (pool: readonly Candidate[]) => {
+    const wanted = axisTarget(objective, target)
+    if (!host.mpsAvailable || wanted === null) return false
+    const values = pool.map((c) => axisValue(objective, c.expected))
+    return Math.max(...values) >= wanted * (1 - EQUIVALENT_CEILING) && Math.min(...values) <= wanted * (1 + EQUIVALENT_CEILING)
+  }
+  let pool = candidates
+  for (const size of bySize) {
+    const ofSize = candidates.filter((c) => sliceFraction(host, c.shape) === size)
+    if ((best <= EQUIVALENT_CEILING && ofSize.some((c) => c.primary <= EQUIVALENT_CEILING + 1e-12)) || spans(ofSize)) {
+      pool = ofSize
+      break
+    }
+  }
+  const poolBest = Math.min(...pool.map((c) => c.primary))
+  const window = Math.max(poolBest, Math.min(poolBest + EQUIVALENT_LOG_ERROR, EQUIVALENT_CEILING)) + 1e-12
+  return pool.filter((c) => c.primary <= window).reduce((a, b) => (b.secondary < a.secondary - 1e-12 ? b : a))
+}
+
+/** The one axis an fp32 or bf16 objective matches (null for the others, which weigh several or none the SMs move). */
+function axisTarget(objective: Objective, target: Target): number | null {
+  if (objective === 'fp32') return target.fp32Tflops
+  if (objective === 'bf16') return tensorTargetTflops(target)
+  return null
+}
+
+function axisValue(objective: Objective, expected: Expected): number {
+  return objective === 'fp32' ? expected.fp32Tflops : expected.bf16Tflops
 }
 
 function summarise(target: Target): TargetSummary {
@@ -152,16 +222,17 @@ function noFreeSlot(target: Target, host: PlanHost): StateError {
   })
 }
 
-function clockChoices(host: PlanHost, constraints: PlanConstraints): number[] {
+/** The clock in force for a session that takes no clock lock; the whole grid for one that may lock it. */
+function clockChoices(host: PlanHost, constraints: PlanConstraints, mayLock: boolean): number[] {
   if (constraints.clockMHz === null) return [host.clockRangeMHz.max]
   if (constraints.clockMHz !== undefined) return [constraints.clockMHz]
-  return supportedClocksMHz(host.clockRangeMHz)
+  return mayLock ? supportedClocksMHz(host.clockRangeMHz) : [host.clockRangeMHz.max]
 }
 
-function expectedFor(target: Target, host: PlanHost, shape: Shape, clockMHz: number): Expected {
+function expectedFor(target: Target, host: PlanHost, shape: Shape, smCount: number, clockMHz: number): Expected {
   return {
-    fp32Tflops: round(fp32TflopsAt(host.model, shape.smCount, clockMHz), 2),
-    bf16Tflops: round(bf16TflopsAt(host.model, shape.smCount, clockMHz), 1),
+    fp32Tflops: round(fp32TflopsAt(host.model, smCount, clockMHz), 2),
+    bf16Tflops: round(bf16TflopsAt(host.model, smCount, clockMHz), 1),
     bandwidthGBs: round(shape.bandwidthGBs, 0),
     vramGB: round(Math.min(shape.memoryGiB, target.vramGB), 2),
   }

@@ -5,8 +5,9 @@ import type {HostGpu} from '../host/types.js'
 import type {MigBlocker, PlanHost, ProfileOption} from './types.js'
 
 /** What the planner assumes for `--on MODEL`: an idle GPU of that model, MIG available, every slice free. */
-export function planHostFromModel(model: HostModel): PlanHost {
+export function planHostFromModel(model: HostModel, options: {mpsAvailable?: boolean} = {}): PlanHost {
   return {
+    mpsAvailable: options.mpsAvailable ?? false,
     name: model.name,
     index: null,
     model,
@@ -23,8 +24,9 @@ export function planHostFromModel(model: HostModel): PlanHost {
  * What the planner knows about a probed GPU: its catalog model for the physics, and the live state
  * (free slices, ranges, MIG mode) from nvidia-smi.
  */
-export function planHostFromProbe(gpu: HostGpu, model: HostModel): PlanHost {
+export function planHostFromProbe(gpu: HostGpu, model: HostModel, options: {mpsAvailable?: boolean} = {}): PlanHost {
   const base = {
+    mpsAvailable: options.mpsAvailable ?? false,
     name: gpu.name,
     index: gpu.index,
     model,

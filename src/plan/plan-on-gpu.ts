@@ -1,7 +1,7 @@
 import type {Target} from '../catalog/types.js'
 import {StateError} from '../core/errors.js'
 import {planCosplay} from './plan-cosplay.js'
-import type {Objective, Plan, PlanConstraints, PlanHost} from './types.js'
+import type {GpuWideRequest, Objective, Plan, PlanConstraints, PlanHost} from './types.js'
 
 /** GPU-wide values other sessions on this GPU hold now (from its book), and who holds them. */
 export type HeldSettings = {
@@ -10,7 +10,7 @@ export type HeldSettings = {
   readonly holders: readonly string[]
 }
 
-export type PlanOnGpuOptions = {
+export type PlanOnGpuOptions = GpuWideRequest & {
   /** fail instead of sharing GPU-wide settings another session holds at a different value */
   readonly strict: boolean
 }
@@ -26,12 +26,13 @@ export function planOnGpu(target: Target, host: PlanHost, objective: Objective, 
     ...(held.powerLimitW !== undefined ? {powerLimitW: held.powerLimitW} : {}),
   }
   if (options.strict && (constraints.clockMHz !== undefined || constraints.powerLimitW !== undefined)) {
-    const wanted = planCosplay(target, host, objective)
+    const wanted = planCosplay(target, host, objective, {}, options)
     const conflicts: string[] = []
-    if (constraints.clockMHz !== undefined && constraints.clockMHz !== wanted.clockMHz) {
+    // Only a setting this session would take can conflict; a slice shaped by MPS takes none.
+    if (wanted.gpuWide.clockLock && constraints.clockMHz !== undefined && constraints.clockMHz !== wanted.clockMHz) {
       conflicts.push(`clocks ${showClock(constraints.clockMHz)} (wanted ${showClock(wanted.clockMHz)})`)
     }
-    if (constraints.powerLimitW !== undefined && constraints.powerLimitW !== wanted.powerLimitW) {
+    if (wanted.gpuWide.powerLimit && constraints.powerLimitW !== undefined && constraints.powerLimitW !== wanted.powerLimitW) {
       conflicts.push(`power limit ${constraints.powerLimitW} W (wanted ${wanted.powerLimitW} W)`)
     }
     if (conflicts.length > 0) {
@@ -40,7 +41,7 @@ export function planOnGpu(target: Target, host: PlanHost, objective: Objective, 
       })
     }
   }
-  return planCosplay(target, host, objective, constraints)
+  return planCosplay(target, host, objective, constraints, options)
 }
 
 function assertMigUsable(host: PlanHost): void {

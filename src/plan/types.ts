@@ -32,6 +32,14 @@ export type PlanHost = {
   readonly migEnabled: boolean
   readonly clockRangeMHz: {readonly min: number; readonly max: number}
   readonly powerRangeW: {readonly min: number; readonly max: number}
+  /** an MPS control daemon can be started here: sessions are shaped per slice, GPU-wide knobs stay for the whole GPU */
+  readonly mpsAvailable: boolean
+}
+
+/** GPU-wide settings a session on a slice may still take, because the user asked (`up --lock-clock`, `--cap-power`). */
+export type GpuWideRequest = {
+  readonly lockClock?: boolean
+  readonly capPower?: boolean
 }
 
 export type MigBlocker = 'pending-reset' | 'busy'

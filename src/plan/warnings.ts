@@ -66,11 +66,16 @@ export function explainPlan(
     )
   }
 
+  if (!host.mpsAvailable && host.profiles !== null) {
+    warnings.push('MPS: no nvidia-cuda-mps-control on this host, so a slice is shaped by the GPU-wide clock and power limit (they bind every tenant) and the VRAM cap holds for torch/JAX/CuPy only')
+  }
   if (constraints.clockMHz !== undefined) {
     const held = constraints.clockMHz === null ? 'unlocked' : `locked at ${constraints.clockMHz} MHz`
     warnings.push(`Clocks: another session on this GPU holds them ${held}; this plan shares that setting (figures above use it)`)
   }
-  if (constraints.powerLimitW !== undefined && constraints.powerLimitW !== null && constraints.powerLimitW !== target.tdpW) {
+  if (plan.powerLimitW === null) {
+    // nothing to say: the limit is left as found, and power is GPU-wide (a slice cannot be capped on its own)
+  } else if (constraints.powerLimitW !== undefined && constraints.powerLimitW !== null && constraints.powerLimitW !== target.tdpW) {
     warnings.push(`Power: another session on this GPU holds the limit at ${constraints.powerLimitW} W; this plan shares it`)
   } else if (plan.powerLimitW !== target.tdpW) {
     warnings.push(

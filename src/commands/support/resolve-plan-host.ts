@@ -8,9 +8,9 @@ import {probeHost} from '../../host/probe.js'
 import type {Smi} from '../../host/smi.js'
 import {planCosplay} from '../../plan/plan-cosplay.js'
 import {hostModelFor, planHostFromModel, planHostFromProbe} from '../../plan/plan-host.js'
-import type {Objective, Plan} from '../../plan/types.js'
+import type {GpuWideRequest, Objective, Plan} from '../../plan/types.js'
 
-export type PlanRequest = {readonly on?: string; readonly hostGpu?: number; readonly objective: Objective; readonly strict: boolean}
+export type PlanRequest = GpuWideRequest & {readonly on?: string; readonly hostGpu?: number; readonly objective: Objective; readonly strict: boolean}
 
 /**
  * `--on MODEL` plans against an idle catalog model and needs no GPU. Otherwise the plan is what the next
@@ -18,9 +18,11 @@ export type PlanRequest = {readonly on?: string; readonly hostGpu?: number; read
  * hold (read from the state directory without a lock, creating nothing), and the same refusals.
  */
 export async function planFor(catalog: Catalog, target: Target, request: PlanRequest, smi: () => Smi): Promise<Plan> {
-  if (request.on !== undefined) return planCosplay(target, planHostFromModel(resolveHostModel(catalog, request.on)), request.objective)
+  // A model stands for a host with a current driver, which ships the MPS control binary.
+  if (request.on !== undefined) return planCosplay(target, planHostFromModel(resolveHostModel(catalog, request.on), {mpsAvailable: true}), request.objective, {}, request)
   const gpu = pickGpu(await probeOrExplain(smi()), request.hostGpu ?? 0)
-  const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu))
+  const {findMpsControl} = await import('../../host/mps.js')
+  const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu), {mpsAvailable: findMpsControl(process.env) !== null})
   const [{findStateDir}, {bookPath, readBook}, {heldSettings}, {planOnGpu}] = await Promise.all([
     import('../../apply/state-dir.js'),
     import('../../apply/gpu-book.js'),
@@ -29,7 +31,7 @@ export async function planFor(catalog: Catalog, target: Target, request: PlanReq
   ])
   const stateDir = findStateDir(process.env, homedir())
   const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
-  return planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, {strict: request.strict})
+  return planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request)
 }
 
 async function probeOrExplain(smi: Smi) {

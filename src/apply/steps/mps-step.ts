@@ -1,0 +1,86 @@
+import {createHash} from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
+
+import type {MpsControl, MpsDirectories, MpsRunAs} from '../../host/mps.js'
+import type {MpsShaping} from '../../plan/types.js'
+import {ensurePrivateDir, ensureUserDir} from '../state-dir.js'
+import type {Json, PlannedStep, StepImpl} from './step.js'
+
+/**
+ * A session's MPS control daemon on the host (`up --no-container`; with a container the entrypoint runs
+ * it inside). Its limits shape the session inside its own slice: the SMs its clients may use, and a hard
+ * cap on device memory for any CUDA program. Params hold everything undo needs (the pipe directory), so
+ * any process can stop a daemon that a killed one started.
+ */
+export type StartMpsParams = {
+  readonly pipeDirectory: string
+  readonly logDirectory: string
+  readonly activeThreadPercentage: number
+  readonly pinnedMemLimitMiB: number
+  /** the daemon's owner when we run as root; null: as this process */
+  readonly runAs: MpsRunAs | null
+}
+
+/** The MPS control funnel, made when a step first needs it. */
+export type MpsFactory = () => MpsControl
+
+export function startMpsStep(mps: MpsFactory): StepImpl {
+  return {
+    kind: 'start-mps',
+    describe: (params) => `start an MPS control daemon: ${params.activeThreadPercentage}% of the SMs, ${params.pinnedMemLimitMiB} MiB pinned`,
+
+    async readPrior() {
+      return {}
+    },
+
+    async apply(ctx, params) {
+      const p = params as StartMpsParams
+      const dirs = dirsOf(p)
+      const owner = p.runAs ?? {uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0}
+      ensurePrivateDir(path.dirname(dirs.pipe), owner)
+      ensurePrivateDir(dirs.pipe, owner)
+      ensurePrivateDir(dirs.log, owner)
+      // One daemon per MIG device: clients see only the session's slice.
+      const device = ctx.session.mig?.uuid ?? ctx.book.gpu.uuid
+      const control = mps()
+      await control.startDaemon(dirs, device, p.runAs)
+      try {
+        await control.send(dirs, device, [`set_default_active_thread_percentage ${p.activeThreadPercentage}`, `set_default_device_pinned_mem_limit 0 ${p.pinnedMemLimitMiB}M`], p.runAs)
+      } catch (error) {
+        // A half-configured daemon would serve clients without limits: stop it before failing.
+        await control.quit(dirs, p.runAs).catch(() => undefined)
+        throw error
+      }
+      return {device}
+    },
+
+    async undo(_ctx, entry) {
+      const p = entry.params as StartMpsParams
+      await mps().quit(dirsOf(p), p.runAs)
+      fs.rmSync(path.dirname(p.pipeDirectory), {recursive: true, force: true})
+    },
+  }
+}
+
+function dirsOf(p: StartMpsParams): MpsDirectories {
+  return {pipe: p.pipeDirectory, log: p.logDirectory}
+}
+
+/**
+ * The planned step for a session: its pipe directory sits in the owner's private folder, named by a short
+ * hash of the session (a unix socket path must stay under 108 bytes).
+ */
+export function mpsStepFor(impl: StepImpl, shaping: MpsShaping, stateDir: string, session: string, owner: {uid: number; gid: number}, runAsOwner: boolean): PlannedStep {
+  const base = path.join(ensureUserDir(stateDir, owner), 'mps')
+  ensurePrivateDir(base, owner)
+  const dir = path.join(base, createHash('sha256').update(session).digest('hex').slice(0, 10))
+  const params: StartMpsParams & Json = {
+    pipeDirectory: path.join(dir, 'pipe'),
+    logDirectory: path.join(dir, 'log'),
+    activeThreadPercentage: shaping.activeThreadPercentage,
+    pinnedMemLimitMiB: shaping.pinnedMemLimitMiB,
+    runAs: runAsOwner ? owner : null,
+  }
+  return {impl, params}
+}
