@@ -1,6 +1,12 @@
+import {writeFile} from 'node:fs/promises'
+
 import {Args, Flags} from '@oclif/core'
 
 import {resolveTarget} from '../catalog/resolve-target.js'
+import {defaultImageTag} from '../container/cosplay-image.js'
+import {InputError} from '../core/errors.js'
+import {EXPORT_FORMATS, type ExportFormat, MIG_STRATEGIES, type MigStrategy} from '../export/export-input.js'
+import {exportPlan} from '../export/export-plan.js'
 import {planCosplay} from '../plan/plan-cosplay.js'
 import {OBJECTIVES, type Plan as CosplayPlan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
@@ -20,12 +26,22 @@ Changes nothing.`
     '<%= config.bin %> plan 3090 --on h200',
     '<%= config.bin %> plan t4 --host-gpu 2 --match fp32',
     '<%= config.bin %> plan 4090 --on h100-sxm --json',
+    '<%= config.bin %> plan 3090 --on h200 -o k8s --out cosplay.yaml',
+    '<%= config.bin %> plan 3090 --on h200 -o mig-parted --mix 3090x2,t4x3',
   ]
   static args = {gpu: Args.string({required: true, description: 'target GPU, e.g. 3090, t4, a100-80g'})}
   static flags = {
     'host-gpu': Flags.integer({description: 'index of the host GPU to plan for (default 0)', min: 0, exclusive: ['on']}),
     on: Flags.string({description: 'plan against a built-in host model (h200, h100-sxm, a100-80g, a30, l40s...)', exclusive: ['host-gpu']}),
     match: Flags.string({description: 'what to match most closely', options: [...OBJECTIVES], default: 'balanced'}),
+    output: Flags.string({char: 'o', description: 'render the plan for a cluster instead: a mig-parted layout, Kubernetes manifests or Slurm config', options: [...EXPORT_FORMATS]}),
+    out: Flags.string({description: 'write the -o output to this file instead of stdout', dependsOn: ['output']}),
+    mix: Flags.string({description: 'with -o mig-parted: pack several targets onto one GPU, e.g. 3090x2,t4x3 (the GPU argument counts once unless named)', dependsOn: ['output']}),
+    'mig-strategy': Flags.string({description: 'with -o k8s: the device plugin\'s MIG strategy (default mixed)', options: [...MIG_STRATEGIES], dependsOn: ['output']}),
+    label: Flags.string({description: 'with -o: the layout\'s name (mig-parted config, nvidia.com/mig.config label); default gpu-cosplay-<target>', dependsOn: ['output']}),
+    image: Flags.string({description: 'with -o k8s: the cosplay image (default gpu-cosplay:<version>)', dependsOn: ['output']}),
+    'lease-image': Flags.string({description: 'with -o k8s: image with the gpu-cosplay CLI for the lease DaemonSet (default: --image)', dependsOn: ['output']}),
+    node: Flags.string({description: 'with -o slurm: the NodeName (hostlist) the Gres line is for (default gpu-node)', dependsOn: ['output']}),
   }
 
   async run(): Promise<PlanResult> {
@@ -34,7 +50,15 @@ Changes nothing.`
     const target = resolveTarget(catalog, args.gpu)
     const {host} = await resolvePlanHost(catalog, {on: flags.on, hostGpu: flags['host-gpu']}, () => localSmi())
     const plan = planCosplay(target, host, flags.match as CosplayPlan['objective'])
-    if (!this.jsonEnabled()) this.log(renderPlan(plan))
+    if (flags.output) {
+      const text = exportPlan(catalog, host, target, plan, {
+        format: flags.output as ExportFormat, mix: flags.mix, migStrategy: flags['mig-strategy'] as MigStrategy | undefined, label: flags.label,
+        image: flags.image ?? defaultImageTag(this.config.version), leaseImage: flags['lease-image'], nodeName: flags.node,
+      })
+      if (flags.out) await writeFile(flags.out, text)
+      else if (this.jsonEnabled()) throw new InputError('OUTPUT_NEEDS_FILE', `-o ${flags.output} and --json both write to stdout`, {fix: ['write the export with --out FILE']})
+      else process.stdout.write(text)
+    } else if (!this.jsonEnabled()) this.log(renderPlan(plan))
     return plan
   }
 }
