@@ -6,7 +6,6 @@ import {resolveTarget} from '../catalog/resolve-target.js'
 import {defaultImageTag} from '../container/cosplay-image.js'
 import {InputError} from '../core/errors.js'
 import {EXPORT_FORMATS, type ExportFormat, MIG_STRATEGIES, type MigStrategy} from '../export/export-input.js'
-import {exportPlan} from '../export/export-plan.js'
 import {planCosplay} from '../plan/plan-cosplay.js'
 import {OBJECTIVES, type Plan as CosplayPlan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
@@ -51,6 +50,8 @@ Changes nothing.`
     const {host} = await resolvePlanHost(catalog, {on: flags.on, hostGpu: flags['host-gpu']}, () => localSmi())
     const plan = planCosplay(target, host, flags.match as CosplayPlan['objective'])
     if (flags.output) {
+      // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
+      const {exportPlan} = await import('../export/export-plan.js')
       const text = exportPlan(catalog, host, target, plan, {
         format: flags.output as ExportFormat, mix: flags.mix, migStrategy: flags['mig-strategy'] as MigStrategy | undefined, label: flags.label,
         image: flags.image ?? defaultImageTag(this.config.version), leaseImage: flags['lease-image'], nodeName: flags.node,
