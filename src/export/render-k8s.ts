@@ -1,7 +1,7 @@
 import {costumeEnv} from '../plan/costume-env.js'
 import {comment, type ExportInput, headerLines, hostGpuOf, physicalMiBOf} from './export-input.js'
 import {describeSettings, gpuWideSettings, leaseHoldArgv, leaseReleaseArgv} from './gpu-wide-lease.js'
-import {dumpYaml, migPartedConfig} from './render-mig-parted.js'
+import {dumpMigParted, dumpYaml, migPartedConfig} from './render-mig-parted.js'
 import {shellLine} from './shell-words.js'
 
 /** The ConfigMap name the GPU operator's ClusterPolicy points its MIG manager at (spec.migManager.config.name). */
@@ -23,7 +23,7 @@ export function renderK8s(input: ExportInput): string {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: {name: MIG_CONFIG_MAP, namespace: GPU_OPERATOR_NAMESPACE},
-      data: {'config.yaml': dumpYaml(migPartedConfig(input.layout, input.hostModel, input.label))},
+      data: {'config.yaml': dumpMigParted(migPartedConfig(input.layout, input.hostModel, input.label))},
     }))
   }
   if (settings) docs.push(dumpYaml(leaseDaemonSet(input, settings)))

@@ -16,8 +16,14 @@ export function migPartedConfig(layout: MigLayout, model: HostModel, label: stri
   return {version: 'v1', 'mig-configs': {[label]: [entry]}}
 }
 
-export function dumpYaml(value: unknown): string {
-  return dump(value, {lineWidth: -1, noRefs: true, sortKeys: false})
+/** flowLevel: nesting depth from which collections are written inline (-1: never). */
+export function dumpYaml(value: unknown, flowLevel = -1): string {
+  return dump(value, {lineWidth: -1, noRefs: true, sortKeys: false, flowLevel})
+}
+
+/** Like mig-parted's own files: device-filter and mig-devices inline, one entry per GPU group. */
+export function dumpMigParted(config: Record<string, unknown>): string {
+  return dumpYaml(config, 4)
 }
 
 export function renderMigParted(input: ExportInput): string {
@@ -35,7 +41,7 @@ export function renderMigParted(input: ExportInput): string {
     `Check:  nvidia-mig-parted assert -f THIS_FILE -c ${label}`,
     ...gpuWideLines(input),
   ]
-  return `${comment(lines)}\n${dumpYaml(migPartedConfig(layout, hostModel, label))}`
+  return `${comment(lines)}\n${dumpMigParted(migPartedConfig(layout, hostModel, label))}`
 }
 
 function layoutTargetName(input: ExportInput, index: number): string {
