@@ -59,6 +59,7 @@ export const hostModelSchema = z.strictObject({
   memoryGiB: positive,
   fp32FlopsPerSmClk: positive,
   bf16FlopsPerSmClk: positive,
+  pciDeviceIds: z.array(z.string().regex(/^0x[0-9A-F]{4}10DE$/, 'expected "0xDDDD10DE" (device id, then NVIDIA\'s vendor id 10DE, upper-case hex)')).min(1).optional(),
   mig: z
     .strictObject({
       memorySlices: positiveInt,

@@ -64,6 +64,8 @@ export type HostModel = {
   readonly memoryGiB: number
   readonly fp32FlopsPerSmClk: number
   readonly bf16FlopsPerSmClk: number
+  /** PCI device ids as nvidia-smi -q prints them ("0x233510DE"), for mig-parted's device-filter; absent where unsourced */
+  readonly pciDeviceIds?: readonly string[]
   readonly mig: {
     readonly memorySlices: number
     readonly computeSlices: number

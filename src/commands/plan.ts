@@ -1,6 +1,11 @@
+import {writeFile} from 'node:fs/promises'
+
 import {Args, Flags} from '@oclif/core'
 
 import {resolveTarget} from '../catalog/resolve-target.js'
+import {defaultImageTag} from '../container/cosplay-image.js'
+import {InputError} from '../core/errors.js'
+import {EXPORT_FORMATS, type ExportFormat, MIG_STRATEGIES, type MigStrategy} from '../export/export-input.js'
 import {OBJECTIVES, type Plan as CosplayPlan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {currentCatalog, localSmi} from './support/context.js'
@@ -19,6 +24,8 @@ Changes nothing.`
     '<%= config.bin %> plan 3090 --on h200',
     '<%= config.bin %> plan t4 --host-gpu 2 --match fp32',
     '<%= config.bin %> plan 4090 --on h100-sxm --json',
+    '<%= config.bin %> plan 3090 --on h200 -o k8s --out cosplay.yaml',
+    '<%= config.bin %> plan 3090 --on h200 -o mig-parted --mix 3090x2,t4x3',
   ]
   static args = {gpu: Args.string({required: true, description: 'target GPU, e.g. 3090, t4, a100-80g'})}
   static flags = {
@@ -28,6 +35,14 @@ Changes nothing.`
     strict: Flags.boolean({description: 'as up --strict: refuse instead of sharing a clock or power limit another session holds'}),
     'lock-clock': Flags.boolean({description: 'as up --lock-clock: lock the GPU-wide clock even on a slice'}),
     'cap-power': Flags.boolean({description: "as up --cap-power: cap the GPU-wide power at the target's TDP even on a slice"}),
+    output: Flags.string({char: 'o', description: 'render the plan for a cluster instead: a mig-parted layout, Kubernetes manifests or Slurm config', options: [...EXPORT_FORMATS]}),
+    out: Flags.string({description: 'write the -o output to this file instead of stdout', dependsOn: ['output']}),
+    mix: Flags.string({description: 'with -o mig-parted: pack several targets onto one GPU, e.g. 3090x2,t4x3 (the GPU argument counts once unless named)', dependsOn: ['output']}),
+    'mig-strategy': Flags.string({description: 'with -o k8s: the device plugin\'s MIG strategy (default mixed)', options: [...MIG_STRATEGIES], dependsOn: ['output']}),
+    label: Flags.string({description: 'with -o: the layout\'s name (mig-parted config, nvidia.com/mig.config label); default gpu-cosplay-<target>', dependsOn: ['output']}),
+    image: Flags.string({description: 'with -o k8s: the cosplay image (default gpu-cosplay:<version>)', dependsOn: ['output']}),
+    'lease-image': Flags.string({description: 'with -o k8s: image with the gpu-cosplay CLI for the lease DaemonSet (default: --image)', dependsOn: ['output']}),
+    node: Flags.string({description: 'with -o slurm: the NodeName (hostlist) the Gres line is for (default gpu-node)', dependsOn: ['output']}),
   }
 
   async run(): Promise<PlanResult> {
@@ -41,9 +56,21 @@ Changes nothing.`
       strict: flags.strict,
       lockClock: flags['lock-clock'],
       capPower: flags['cap-power'],
+      // A cluster runs no per-session MPS daemon of ours: exports shape with MIG and GPU-wide leases.
+      ...(flags.output ? {mpsAvailable: false} : {}),
     }
-    const plan = await planFor(catalog, target, request, () => localSmi())
-    if (!this.jsonEnabled()) this.log(renderPlan(plan))
+    const {plan, host} = await planFor(catalog, target, request, () => localSmi())
+    if (flags.output) {
+      // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
+      const {exportPlan} = await import('../export/export-plan.js')
+      const text = exportPlan(catalog, host, target, plan, {
+        format: flags.output as ExportFormat, mix: flags.mix, migStrategy: flags['mig-strategy'] as MigStrategy | undefined, label: flags.label,
+        image: flags.image ?? defaultImageTag(this.config.version), leaseImage: flags['lease-image'], nodeName: flags.node,
+      })
+      if (flags.out) await writeFile(flags.out, text)
+      else if (this.jsonEnabled()) throw new InputError('OUTPUT_NEEDS_FILE', `-o ${flags.output} and --json both write to stdout`, {fix: ['write the export with --out FILE']})
+      else process.stdout.write(text)
+    } else if (!this.jsonEnabled()) this.log(renderPlan(plan))
     return plan
   }
 }

@@ -8,21 +8,31 @@ import {probeHost} from '../../host/probe.js'
 import type {Smi} from '../../host/smi.js'
 import {planCosplay} from '../../plan/plan-cosplay.js'
 import {hostModelFor, planHostFromModel, planHostFromProbe} from '../../plan/plan-host.js'
-import type {GpuWideRequest, Objective, Plan} from '../../plan/types.js'
+import type {GpuWideRequest, Objective, Plan, PlanHost} from '../../plan/types.js'
 
-export type PlanRequest = GpuWideRequest & {readonly on?: string; readonly hostGpu?: number; readonly objective: Objective; readonly strict: boolean}
+export type PlanRequest = GpuWideRequest & {
+  readonly on?: string
+  readonly hostGpu?: number
+  readonly objective: Objective
+  readonly strict: boolean
+  /** override what this host has (exports plan for a cluster, which runs no MPS daemon of ours) */
+  readonly mpsAvailable?: boolean
+}
 
 /**
  * `--on MODEL` plans against an idle catalog model and needs no GPU. Otherwise the plan is what the next
  * `up` with the same arguments would do: the probed GPU (default 0), the GPU-wide values other sessions
  * hold (read from the state directory without a lock, creating nothing), and the same refusals.
  */
-export async function planFor(catalog: Catalog, target: Target, request: PlanRequest, smi: () => Smi): Promise<Plan> {
-  // A model stands for a host with a current driver, which ships the MPS control binary.
-  if (request.on !== undefined) return planCosplay(target, planHostFromModel(resolveHostModel(catalog, request.on), {mpsAvailable: true}), request.objective, {}, request)
+export async function planFor(catalog: Catalog, target: Target, request: PlanRequest, smi: () => Smi): Promise<{plan: Plan; host: PlanHost}> {
+  if (request.on !== undefined) {
+    // A model stands for a host with a current driver, which ships the MPS control binary.
+    const host = planHostFromModel(resolveHostModel(catalog, request.on), {mpsAvailable: request.mpsAvailable ?? true})
+    return {plan: planCosplay(target, host, request.objective, {}, request), host}
+  }
   const gpu = pickGpu(await probeOrExplain(smi()), request.hostGpu ?? 0)
   const {findMpsControl} = await import('../../host/mps.js')
-  const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu), {mpsAvailable: findMpsControl(process.env) !== null})
+  const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu), {mpsAvailable: request.mpsAvailable ?? findMpsControl(process.env) !== null})
   const [{findStateDir}, {bookPath, readBook}, {heldSettings}, {planOnGpu}] = await Promise.all([
     import('../../apply/state-dir.js'),
     import('../../apply/gpu-book.js'),
@@ -31,7 +41,7 @@ export async function planFor(catalog: Catalog, target: Target, request: PlanReq
   ])
   const stateDir = findStateDir(process.env, homedir())
   const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
-  return planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request)
+  return {plan: planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request), host}
 }
 
 async function probeOrExplain(smi: Smi) {
