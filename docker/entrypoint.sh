@@ -60,10 +60,12 @@ sh_quote() {
 # /etc/profile.d/gpu-cosplay.sh, for login shells (ssh, `su -`, `docker exec ... bash -l`), with POSIX
 #   single-quoted values, so newlines survive and nothing is expanded.
 # A value with a newline reaches `ssh host cmd` through bash: ~/.ssh/environment then also sets
-#   BASH_ENV=/etc/profile.d/gpu-cosplay.sh, which the non-interactive bash that sshd starts for the command sources
-#   before running it; the script ends with `unset BASH_ENV`, so only that first bash reads it and a later
-#   `export X=...; bash script.sh` keeps the user's X. Limits (logged): a user whose shell is not bash, and a
-#   user who sets BASH_ENV themself, get such a value in login shells only.
+#   BASH_ENV=/etc/profile.d/gpu-cosplay.sh, which a non-interactive bash sources before running its command. Debian's
+#   and Ubuntu's bash, when it sees it was started by sshd (SSH_CLIENT set), reads /etc/bash.bashrc and ~/.bashrc
+#   instead of BASH_ENV, so /etc/bash.bashrc gets a first line that sources $BASH_ENV when it is ours. The script
+#   ends with `unset BASH_ENV`, so only that first bash reads it and a later `export X=...; bash script.sh` keeps
+#   the user's X. Limits (logged): a user whose shell is not bash, and a user who sets BASH_ENV themself, get such a
+#   value in login shells only.
 # `docker exec` itself sees the container's Config.Env, which `gpu-cosplay up` fills with the same values.
 write_session_env() {
   local home=$1 user=${2:-${GPU_COSPLAY_USER:-cosplay}} name value names ssh_env profile multiline=() shell
@@ -94,6 +96,7 @@ write_session_env() {
       printf 'BASH_ENV=/etc/profile.d/gpu-cosplay.sh\n' >>"$ssh_env.tmp"
       allowed+=(BASH_ENV)
       printf '# read once, as BASH_ENV, by the bash that sshd starts for `ssh host cmd`\nunset BASH_ENV\n' >>"$profile.tmp"
+      hook_bash_bashrc
       case "$shell" in
         */bash | '') log "note: ${multiline[*]} contain a newline; they reach \`ssh host cmd\` through bash's BASH_ENV" ;;
         *) log "warning: ${multiline[*]} contain a newline; the login shell $shell ignores BASH_ENV, so only login shells get them" ;;
@@ -106,6 +109,16 @@ write_session_env() {
   chmod 0644 "$profile"
   local IFS=,
   printf '%s\n' "${allowed[*]:-none}" >"$ROOT/etc/gpu-cosplay/permit-user-environment"
+}
+
+# Bash started by sshd for `ssh host cmd` reads /etc/bash.bashrc (Debian, Ubuntu) but not BASH_ENV: source it there,
+# first, before the file's own "not interactive: return". Idempotent; nothing when the file does not exist.
+BASHRC_HOOK='case ${BASH_ENV:-} in */profile.d/gpu-cosplay.sh) . "$BASH_ENV" ;; esac # gpu-cosplay: values ssh cannot carry'
+hook_bash_bashrc() {
+  local rc="$ROOT/etc/bash.bashrc"
+  [ -f "$rc" ] || return 0
+  grep -qxF "$BASHRC_HOOK" "$rc" && return 0
+  { printf '%s\n' "$BASHRC_HOOK"; cat "$rc"; } >"$rc.tmp" && chmod 0644 "$rc.tmp" && mv "$rc.tmp" "$rc"
 }
 
 # The hardened sshd config, self-contained (the image's own sshd_config is not read).

@@ -130,9 +130,15 @@ class UserEnvTest(unittest.TestCase):
         "MY_MULTILINE": "first line\nsecond 'line' $HOME\nMY_INJECTED=1",
     }
 
+    BASHRC = '# System-wide .bashrc file\n# If not running interactively, don\'t do anything\n[ -z "$PS1" ] && return\n'
+
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-")
         self.profile = os.path.join(self.root, "etc/profile.d/gpu-cosplay.sh")
+        self.bashrc = os.path.join(self.root, "etc/bash.bashrc")
+        os.makedirs(os.path.dirname(self.bashrc))
+        with open(self.bashrc, "w") as f:
+            f.write(self.BASHRC)
         env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1", **self.USER_VALUES,
                "NOT_GIVEN": "stays out", "GPU_COSPLAY_USER_ENV_NAMES": " ".join(list(self.USER_VALUES) + ["UNSET_NAME", "1BAD"])}
         result = subprocess.run(["bash", "-c", '. "$1" && write_session_env /home/u', "entrypoint", ENTRYPOINT],
@@ -178,6 +184,24 @@ class UserEnvTest(unittest.TestCase):
     def test_bash_env_is_read_once_so_a_changed_value_survives_in_child_shells(self):
         self.assertEqual(self.as_sshd_runs('printf %s "${BASH_ENV-unset}"'), "unset")
         self.assertEqual(self.as_sshd_runs('export MY_MULTILINE=changed; bash -c \'printf %s "$MY_MULTILINE"\''), "changed")
+
+    def test_bash_started_by_sshd_gets_them_through_bash_bashrc(self):
+        # Debian's bash run by sshd (SSH_CLIENT set) reads /etc/bash.bashrc, not BASH_ENV: as it does, by hand
+        env = {"PATH": "/usr/bin:/bin", **self.ssh_env, "BASH_ENV": self.root + self.ssh_env["BASH_ENV"]}
+        script = '. "$1"; printf %s "$MY_MULTILINE"; printf "|%s" "${BASH_ENV-unset}"'
+        result = subprocess.run(["bash", "-c", script, "bash", self.bashrc], env=env, capture_output=True, text=True)
+        self.assertEqual(result.stdout, self.USER_VALUES["MY_MULTILINE"] + "|unset", result.stderr)
+        with open(self.bashrc) as f:
+            self.assertTrue(f.read().endswith(self.BASHRC))
+        # and nothing when BASH_ENV is not ours (docker exec, an interactive shell after /etc/profile)
+        result = subprocess.run(["bash", "-c", script, "bash", self.bashrc], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+        self.assertEqual(result.stdout, "|unset")
+
+    def test_the_bash_bashrc_hook_is_written_once(self):
+        subprocess.run(["bash", "-c", '. "$1" && hook_bash_bashrc', "ep", ENTRYPOINT],
+                       env={"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1"}, check=True)
+        with open(self.bashrc) as f:
+            self.assertEqual(f.read().count("values ssh cannot carry"), 1)
 
     def test_login_shells_get_every_value(self):
         for shell in ("sh", "bash"):
