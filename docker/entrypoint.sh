@@ -11,7 +11,8 @@
 #   GPU_COSPLAY_MPS_THREAD_PCT, GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB, CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY,
 #   GPU_COSPLAY_MPS_CONTROL                             an MPS control daemon for this session (see start_mps)
 #
-# Then it execs sshd in the foreground, or, for an image without sshd, sleeps (sessions go through exec).
+# Then it execs sshd in the foreground, or, for an image without sshd, sleeps (sessions go through exec); with an
+# MPS daemon running it stays as their parent instead, to `quit` the daemon on docker stop (see run_service).
 #
 # Sourcing this file with GPU_COSPLAY_ENTRYPOINT_LIB=1 only defines the functions (used by
 # test/py/test_entrypoint.py). All paths are prefixed with $ROOT (empty in a real container).
