@@ -7,8 +7,12 @@
 #   GPU_COSPLAY_HOOKS_DIR                               where runtime-hooks/ lives (/opt/gpu-cosplay/hooks)
 #   GPU_COSPLAY_* (the costume), NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, XLA_*, CUPY_*,
 #   PYTORCH_CUDA_ALLOC_CONF                            persisted for every session (see write_session_env)
+#   GPU_COSPLAY_USER_ENV_NAMES                          space-separated names of the user's `--env` values: persisted too
+#   GPU_COSPLAY_MPS_THREAD_PCT, GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB, CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY,
+#   GPU_COSPLAY_MPS_CONTROL                             an MPS control daemon for this session (see start_mps)
 #
-# Then it execs sshd in the foreground, or, for an image without sshd, sleeps (sessions go through exec).
+# Then it execs sshd in the foreground, or, for an image without sshd, sleeps (sessions go through exec); with an
+# MPS daemon running it stays as their parent instead, to `quit` the daemon on docker stop (see run_service).
 #
 # Sourcing this file with GPU_COSPLAY_ENTRYPOINT_LIB=1 only defines the functions (used by
 # test/py/test_entrypoint.py). All paths are prefixed with $ROOT (empty in a real container).
@@ -18,21 +22,23 @@ shopt -s inherit_errexit 2>/dev/null || true
 ROOT=${ROOT:-}
 COSPLAY_DIR=/opt/gpu-cosplay
 # Not persisted: these configure the entrypoint itself.
-ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB '
+ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_USER_ENV_NAMES GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_STATUS_FILE '
 # From the image: without these an ssh session loses conda's python and CUDA's libraries.
 IMAGE_VARS=' PATH LD_LIBRARY_PATH CUDA_HOME CUDA_VERSION NVIDIA_DRIVER_CAPABILITIES NVIDIA_REQUIRE_CUDA LANG LC_ALL PYTHONPATH CONDA_PREFIX CONDA_DEFAULT_ENV '
 
 log() { printf 'gpu-cosplay-entrypoint: %s\n' "$*" >&2; }
 
-# Names of the variables to persist, one per line, sorted.
+# Names of the variables to persist, one per line, sorted: ours, the image's, and every name the user gave with
+# `--env` (GPU_COSPLAY_USER_ENV_NAMES; a name that is not exported here is skipped).
 session_var_names() {
-  local name
+  local name user_names=" ${GPU_COSPLAY_USER_ENV_NAMES:-} "
+  user_names=${user_names//$'\n'/ }
   while IFS= read -r name; do
     case " $ENTRYPOINT_ONLY_VARS " in *" $name "*) continue ;; esac
     case "$name" in
-      GPU_COSPLAY_* | NVIDIA_VISIBLE_DEVICES | CUDA_VISIBLE_DEVICES | XLA_* | CUPY_* | PYTORCH_CUDA_ALLOC_CONF)
+      GPU_COSPLAY_* | NVIDIA_VISIBLE_DEVICES | CUDA_VISIBLE_DEVICES | XLA_* | CUPY_* | PYTORCH_CUDA_ALLOC_CONF | CUDA_MPS_PIPE_DIRECTORY | CUDA_MPS_LOG_DIRECTORY)
         printf '%s\n' "$name" ;;
-      *) case "$IMAGE_VARS" in *" $name "*) printf '%s\n' "$name" ;; esac ;;
+      *) case "$IMAGE_VARS$user_names" in *" $name "*) printf '%s\n' "$name" ;; esac ;;
     esac
   done < <(compgen -e | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | LC_ALL=C sort)
 }
@@ -43,20 +49,27 @@ sh_quote() {
   printf "'%s'" "$s"
 }
 
-# Writes the session environment in two places. Argument: the user's home directory (without $ROOT).
+# Writes the session environment. Argument: the user's home directory (without $ROOT).
 #
 # ~/.ssh/environment, read by sshd for every session (login shell, `ssh host cmd`, sftp, VS Code), with
 #   `PermitUserEnvironment <exactly these names>`. sshd takes each line as NAME=VALUE literally, with no
 #   quote, escape or $ processing, so no value can inject anything; a value containing a newline (the only
-#   character that could start a second entry) or a carriage return is left out of this file. The pattern
+#   character that could start a second entry) or a carriage return cannot be written there. The pattern
 #   list means even an edited file cannot set LD_PRELOAD & co. Chosen over /etc/environment (pam_env
 #   parses quotes, backslashes and, in pam_env.conf, $ references) and over sshd SetEnv (tokenised by
-#   argv_split, whose escape rules changed across OpenSSH 8.x, and a single SetEnv line only).
-# /etc/profile.d/gpu-cosplay.sh, for login shells started any other way (`su -`, `docker exec ... bash -l`),
-#   with POSIX single-quoted values, so newlines survive and nothing is expanded.
+#   argv_split, whose escape rules changed across OpenSSH 8.x, a single SetEnv line only, and no newline either).
+# /etc/profile.d/gpu-cosplay.sh, for login shells (ssh, `su -`, `docker exec ... bash -l`), with POSIX
+#   single-quoted values, so newlines survive and nothing is expanded.
+# A value with a newline reaches `ssh host cmd` through bash: ~/.ssh/environment then also sets
+#   BASH_ENV=/etc/profile.d/gpu-cosplay.sh, which a non-interactive bash sources before running its command. Debian's
+#   and Ubuntu's bash, when it sees it was started by sshd (SSH_CLIENT set), reads /etc/bash.bashrc and ~/.bashrc
+#   instead of BASH_ENV, so /etc/bash.bashrc gets a first line that sources $BASH_ENV when it is ours. The script
+#   ends with `unset BASH_ENV`, so only that first bash reads it and a later `export X=...; bash script.sh` keeps
+#   the user's X. Limits (logged): a user whose shell is not bash, and a user who sets BASH_ENV themself, get such a
+#   value in login shells only.
 # `docker exec` itself sees the container's Config.Env, which `gpu-cosplay up` fills with the same values.
 write_session_env() {
-  local home=$1 name value names ssh_env profile
+  local home=$1 user=${2:-${GPU_COSPLAY_USER:-cosplay}} name value names ssh_env profile multiline=() shell
   names=$(session_var_names)
   mkdir -p "$ROOT$home/.ssh" "$ROOT/etc/profile.d" "$ROOT/etc/gpu-cosplay"
   ssh_env="$ROOT$home/.ssh/environment"
@@ -71,16 +84,42 @@ write_session_env() {
     value=${!name}
     printf 'export %s=%s\n' "$name" "$(sh_quote "$value")" >>"$profile.tmp"
     case "$value" in
-      *$'\n'* | *$'\r'*) log "warning: $name contains a newline; it reaches login shells but not ssh sessions" ;;
+      *$'\n'* | *$'\r'*) multiline+=("$name") ;;
       *) printf '%s=%s\n' "$name" "$value" >>"$ssh_env.tmp"; allowed+=("$name") ;;
     esac
   done <<<"$names"
+  if [ ${#multiline[@]} -gt 0 ]; then
+    shell=$(getent passwd "$user" 2>/dev/null | cut -d: -f7 || true)
+    if printf '%s\n' "$names" | grep -qx BASH_ENV; then
+      log "warning: ${multiline[*]} contain a newline and BASH_ENV is yours: they reach login shells, not \`ssh host cmd\`"
+    else
+      # sshd's environment file holds no newline: non-interactive bash fetches those values from the profile script
+      printf 'BASH_ENV=/etc/profile.d/gpu-cosplay.sh\n' >>"$ssh_env.tmp"
+      allowed+=(BASH_ENV)
+      printf '# read once, as BASH_ENV, by the bash that sshd starts for `ssh host cmd`\nunset BASH_ENV\n' >>"$profile.tmp"
+      hook_bash_bashrc
+      case "$shell" in
+        */bash | '') log "note: ${multiline[*]} contain a newline; they reach \`ssh host cmd\` through bash's BASH_ENV" ;;
+        *) log "warning: ${multiline[*]} contain a newline; the login shell $shell ignores BASH_ENV, so only login shells get them" ;;
+      esac
+    fi
+  fi
   mv "$ssh_env.tmp" "$ssh_env"
   chmod 0600 "$ssh_env"
   mv "$profile.tmp" "$profile"
   chmod 0644 "$profile"
   local IFS=,
   printf '%s\n' "${allowed[*]:-none}" >"$ROOT/etc/gpu-cosplay/permit-user-environment"
+}
+
+# Bash started by sshd for `ssh host cmd` reads /etc/bash.bashrc (Debian, Ubuntu) but not BASH_ENV: source it there,
+# first, before the file's own "not interactive: return". Idempotent; nothing when the file does not exist.
+BASHRC_HOOK='case ${BASH_ENV:-} in */profile.d/gpu-cosplay.sh) . "$BASH_ENV" ;; esac # gpu-cosplay: values ssh cannot carry'
+hook_bash_bashrc() {
+  local rc="$ROOT/etc/bash.bashrc"
+  [ -f "$rc" ] || return 0
+  grep -qxF "$BASHRC_HOOK" "$rc" && return 0
+  { printf '%s\n' "$BASHRC_HOOK"; cat "$rc"; } >"$rc.tmp" && chmod 0644 "$rc.tmp" && mv "$rc.tmp" "$rc"
 }
 
 # The hardened sshd config, self-contained (the image's own sshd_config is not read).
@@ -223,6 +262,98 @@ install_python_hooks() {
   fi
 }
 
+# --- MPS -------------------------------------------------------------------------------------------------------
+# One MPS control daemon per session, inside the container, as the session user: its lifetime is the container's
+# (removing the container leaves no daemon), it needs no --ipc=host, and it has the same uid as its clients (one MPS
+# server serves one uid). CUDA_VISIBLE_DEVICES is left unset for it: the container exposes exactly the session's
+# device (MIG slice or GPU), so "all visible" is that device whatever form NVIDIA_VISIBLE_DEVICES takes, and
+# `set_default_device_pinned_mem_limit 0` names it; a CUDA_VISIBLE_DEVICES the user passed with --env is for their
+# programs, not for the daemon. /run/gpu-cosplay/mps/status says what happened: running, unavailable or failed.
+MPS_CONTROL=
+MPS_UID=
+MPS_GID=
+MPS_STATUS_FILE=${GPU_COSPLAY_MPS_STATUS_FILE:-/run/gpu-cosplay/mps/status}
+
+mps_status() {
+  mkdir -p "$(dirname "$MPS_STATUS_FILE")" 2>/dev/null && printf '%s\n' "$1" >"$MPS_STATUS_FILE" 2>/dev/null || true
+}
+
+# Runs the control binary as the session user, with the session's MPS folders and no CUDA_VISIBLE_DEVICES.
+mps_control_as_user() {
+  local as_user=()
+  [ "$(id -u)" = "$MPS_UID" ] || as_user=(setpriv "--reuid=$MPS_UID" "--regid=$MPS_GID" --clear-groups)
+  env -u CUDA_VISIBLE_DEVICES -u GPU_COSPLAY_SSH_PUBKEY "${as_user[@]}" "$MPS_CONTROL" "$@"
+}
+
+# Drops the MPS variables so that neither ssh sessions nor login shells point at a daemon that is not there.
+mps_off() {
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  MPS_CONTROL=
+}
+
+# Arguments: uid gid. Never fails the container: without MPS the session still works, without the hard limits.
+start_mps() {
+  local uid=$1 gid=$2 pct=${GPU_COSPLAY_MPS_THREAD_PCT:-} limit=${GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB:-} control dir out
+  if [ -z "$pct" ] && [ -z "$limit" ]; then
+    mps_off
+    return 0
+  fi
+  if ! [[ $pct =~ ^[1-9][0-9]{0,2}$ ]] || [ "$pct" -gt 100 ] || ! [[ $limit =~ ^[1-9][0-9]{0,9}$ ]]; then
+    log "warning: GPU_COSPLAY_MPS_THREAD_PCT='$pct' / GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB='$limit' are not 1..100 and a MiB count; MPS not started"
+    mps_off; mps_status failed; return 0
+  fi
+  control=${GPU_COSPLAY_MPS_CONTROL:-$(command -v nvidia-cuda-mps-control || true)}
+  if [ -z "$control" ] || [ ! -x "$control" ]; then
+    log "warning: no ${GPU_COSPLAY_MPS_CONTROL:-nvidia-cuda-mps-control} in this container; MPS not started (SM share and hard VRAM limit off; the torch VRAM cap still applies)"
+    mps_off; mps_status unavailable; return 0
+  fi
+  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/run/gpu-cosplay/mps/pipe}
+  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/run/gpu-cosplay/mps/log}
+  for dir in "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"; do
+    mkdir -p "$dir" && chown "$uid:$gid" "$dir" && chmod 0700 "$dir"
+  done
+  MPS_CONTROL=$control MPS_UID=$uid MPS_GID=$gid
+  if ! out=$(mps_control_as_user -d 2>&1); then
+    log "warning: $control -d failed: ${out//$'\n'/ }; MPS not started"
+    mps_off; mps_status failed; return 0
+  fi
+  if ! out=$(printf 'set_default_active_thread_percentage %s\nset_default_device_pinned_mem_limit 0 %sM\n' "$pct" "$limit" | mps_control_as_user 2>&1); then
+    log "warning: MPS limits not accepted: ${out//$'\n'/ }; daemon stopped"
+    stop_mps
+    mps_off; mps_status failed; return 0
+  fi
+  mps_status running
+  log "MPS control daemon started: ${pct}% active threads, device memory ${limit} MiB, CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"
+}
+
+stop_mps() {
+  [ -n "$MPS_CONTROL" ] || return 0
+  local out
+  out=$(printf 'quit\n' | mps_control_as_user 2>&1) || log "warning: MPS quit failed: ${out//$'\n'/ }"
+  MPS_CONTROL=
+}
+
+# Runs the session's foreground process. Without MPS it simply execs it. With MPS the entrypoint stays as its parent:
+# tini forwards docker stop's SIGTERM here, and the daemon gets its `quit` before the container goes.
+SERVICE_PID=
+run_service() {
+  [ -n "$MPS_CONTROL" ] || exec "$@"
+  "$@" &
+  SERVICE_PID=$!
+  trap 'on_stop' TERM INT HUP
+  local status=0
+  wait "$SERVICE_PID" || status=$?
+  stop_mps
+  exit "$status"
+}
+on_stop() {
+  trap - TERM INT HUP
+  stop_mps
+  kill -TERM "$SERVICE_PID" 2>/dev/null || true
+  wait "$SERVICE_PID" 2>/dev/null || true
+  exit 143
+}
+
 fresh_host_keys() {
   rm -f /etc/ssh/ssh_host_*
   ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
@@ -240,13 +371,14 @@ main() {
   ensure_user "$user" "$uid" "$gid"
   local home=$USER_HOME
   install_pubkey "$home" "$uid" "$gid"
-  write_session_env "$home"
+  start_mps "$uid" "$gid"
+  write_session_env "$home" "$user"
   chown "$uid:$gid" "$home/.ssh/environment"
   claim_workspace "$uid" "$gid"
 
   if [ ! -x /usr/sbin/sshd ]; then
     log "no /usr/sbin/sshd in this image; sessions go through docker exec"
-    exec sleep infinity
+    run_service sleep infinity
   fi
   # containers cannot write /proc/self/loginuid: make pam_loginuid optional
   [ -f /etc/pam.d/sshd ] && sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' /etc/pam.d/sshd
@@ -254,7 +386,7 @@ main() {
   fresh_host_keys
   write_sshd_config "$user"
   log "user $user ($uid:$gid), starting sshd"
-  exec /usr/sbin/sshd -D -e -f /etc/gpu-cosplay/sshd_config
+  run_service /usr/sbin/sshd -D -e -f /etc/gpu-cosplay/sshd_config
 }
 
 if [ "${GPU_COSPLAY_ENTRYPOINT_LIB:-}" = 1 ]; then

@@ -598,6 +598,28 @@ def patch_pynvml(nv):
     wrap("nvmlDeviceGetName", make_name)
     wrap("nvmlDeviceGetMemoryInfo", make_mem)
 
+    # Under MPS the session's CUDA programs are MPS clients: NVML's compute list shows the MPS server, the clients
+    # are in the MPS list. Tools that read only the compute list (gpustat, older nvitop) then see the clients too.
+    mps_list = getattr(nv, "nvmlDeviceGetMPSComputeRunningProcesses", None)
+    if os.environ.get("CUDA_MPS_PIPE_DIRECTORY") and mps_list is not None:
+        def make_procs(orig):
+            def compute_processes(handle, *a, **kw):
+                listed = list(orig(handle, *a, **kw))
+                try:
+                    seen = set(p.pid for p in listed)
+                    for p in mps_list(handle):
+                        if p.pid not in seen:
+                            listed.append(p)
+                            seen.add(p.pid)
+                except Exception as exc:
+                    _note_error("pynvml MPS processes", exc)
+                return listed
+            return compute_processes
+
+        for fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2",
+                   "nvmlDeviceGetComputeRunningProcesses_v3"):
+            wrap(fn, make_procs)
+
     if c.tdp_w:
         tdp_mw = int(round(c.tdp_w * 1000))
 

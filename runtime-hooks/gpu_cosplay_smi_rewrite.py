@@ -7,7 +7,8 @@ depends on the MIG devices section printed below it; the shim also flushes when 
 
 What is rewritten (see README.md):
 - default table: GPU name (kept to the cell's width, truncated with '...'), memory used/total, power cap,
-  "MIG M." value -> N/A, the whole "MIG devices:" section dropped, GI/CI ids in Processes -> N/A;
+  "MIG M." value -> N/A, the whole "MIG devices:" section dropped, GI/CI ids in Processes -> N/A, the
+  MPS server's process name -> a label saying its memory is its clients' (NVML counts client memory there);
   every rewritten table line keeps its exact length;
 - -L: the name; MIG sub-lines dropped;
 - -q / -a: Product Name, FB Memory Usage (Total/Reserved/Used/Free), power limits, MIG Mode -> N/A,
@@ -357,6 +358,9 @@ _PWR = re.compile(r"(\d+)W(\s*/\s*)(\d+)W")
 _MEM = re.compile(r"(\d+)MiB(\s*/\s*)(\d+)MiB")
 _MIG_ROW = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|")
 _PROC_ROW = re.compile(r"^(\|\s+)(\d+|N/A)(\s+)(\d+|N/A)(\s+)(\d+|N/A)(\s+)(\d+)(\s+)")
+# an MPS server row: `|    0   N/A  N/A   1127738      C   nvidia-cuda-mps-server        30MiB |` (name may be a path)
+_MPS_SERVER = re.compile(r"^(\|.*\s)(\S*nvidia-cuda-mps-server)(\s+)(\d+MiB|N/A)(\s*\|)$")
+MPS_SERVER_LABEL = "MPS server (its clients' memory)"
 
 
 def _cells(line):
@@ -435,6 +439,7 @@ def rewrite_table_block(lines, rw):
             m = _PROC_ROW.match(ln)
             if m:
                 ln = _proc_line(ln, m)
+            ln = _mps_server_line(ln)
         out.append(ln)
     return out
 
@@ -484,6 +489,16 @@ def _proc_line(ln, m):
         if m.group(g) != "N/A":
             s = _sub_right(s, m.start(g), m.end(g), "N/A")
     return s
+
+
+def _mps_server_line(ln):
+    """Under MPS the session's CUDA programs are MPS clients: NVML lists the server, with their memory, and the
+    clients with little or none. Say so in the name cell (same width; truncated as nvidia-smi truncates)."""
+    m = _MPS_SERVER.match(ln)
+    if not m:
+        return ln
+    width = len(m.group(2)) + len(m.group(3)) - 1
+    return m.group(1) + fit(MPS_SERVER_LABEL, width) + " " + m.group(4) + m.group(5)
 
 
 def rewrite_text(text, name, cap_mib, tdp_w=None, args=()):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # npm run test:e2e: the Docker end-to-end tests, on a clean machine, as root.
 #   1. setup-docker.sh: docker.io + debootstrap, dockerd with the stub nvidia hook, the Debian base image,
-#      the non-root test user `cosplayer` (uid 1234) in the docker group;
-#   2. passwordless sudo for cosplayer for exactly the simulator's path, keeping GPU_COSPLAY_SIM_STATE, so
+#      the non-root test users `cosplayer` (uid 1234) and `cosplayer2` (1235) in the docker group;
+#   2. passwordless sudo for both for exactly the simulator's path, keeping GPU_COSPLAY_SIM_STATE, so
 #      the CLI changes the (simulated) GPU the way a non-root user does on a real box (`sudo -n nvidia-smi`);
 #   3. the built CLI, then jest's e2e project (every CLI call runs as cosplayer);
 #   4. nothing labelled io.gpu-cosplay.* may remain.
@@ -20,6 +20,7 @@ cat >"$SUDOERS.tmp" <<RULES
 # gpu-cosplay e2e: the test user may change the simulated GPU, as a real user may run nvidia-smi via sudo
 Defaults!$SIM env_keep += "GPU_COSPLAY_SIM_STATE"
 cosplayer ALL=(root) NOPASSWD: $SIM
+cosplayer2 ALL=(root) NOPASSWD: $SIM
 RULES
 chmod 0440 "$SUDOERS.tmp"
 visudo -cqf "$SUDOERS.tmp" && mv "$SUDOERS.tmp" "$SUDOERS"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Prepares a machine for the Docker end-to-end tests. Idempotent; safe to run on every CI job.
-#   1. installs docker.io and debootstrap when missing;
+#   1. installs docker.io, debootstrap and sudo when missing;
 #   2. starts dockerd when none answers, with test/e2e/bin on its PATH so that the stub
 #      nvidia-container-runtime-hook is found and dockerd registers its `nvidia` device driver;
 #   3. builds the local base image gpu-cosplay-test-base:bookworm with debootstrap when absent
 #      (the rootfs tarball is cached under $GPU_COSPLAY_E2E_CACHE, default /var/cache/gpu-cosplay-e2e);
-#   4. creates the non-root test user `cosplayer` (uid 1234) in the docker group.
+#   4. creates the non-root test users `cosplayer` (uid 1234) and `cosplayer2` (uid 1235, the teammate) in the docker group.
 # Environment: GPU_COSPLAY_E2E_MIRROR (Debian mirror), GPU_COSPLAY_E2E_DOCKERD_LOG (dockerd log file).
 set -euo pipefail
 
@@ -16,6 +16,8 @@ MIRROR=${GPU_COSPLAY_E2E_MIRROR:-http://deb.debian.org/debian}
 DOCKERD_LOG=${GPU_COSPLAY_E2E_DOCKERD_LOG:-/var/log/gpu-cosplay-e2e-dockerd.log}
 TEST_USER=cosplayer
 TEST_UID=1234
+TEST_USER2=cosplayer2
+TEST_UID2=1235
 
 say() { printf 'setup-docker: %s\n' "$*" >&2; }
 die() { say "ERROR: $*"; exit 1; }
@@ -29,6 +31,7 @@ fi
 missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v visudo >/dev/null || missing+=(sudo)  # run.sh gives the test users a sudo rule for the simulator
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -85,11 +88,14 @@ fi
 # 5. where tests keep simulator state the stub hook should show inside containers (see bin/nvidia-container-runtime-hook)
 mkdir -p /var/tmp/gpu-cosplay-sim && chmod 1777 /var/tmp/gpu-cosplay-sim
 
-# 6. test user
-if ! id "$TEST_USER" >/dev/null 2>&1; then
-  say "creating user $TEST_USER ($TEST_UID)"
-  useradd --create-home --uid "$TEST_UID" --shell /bin/bash "$TEST_USER"
-fi
-id -nG "$TEST_USER" | tr ' ' '\n' | grep -qx docker || usermod -aG docker "$TEST_USER"
+# 6. test users
+for entry in "$TEST_USER:$TEST_UID" "$TEST_USER2:$TEST_UID2"; do
+  name=${entry%%:*} uid=${entry##*:}
+  if ! id "$name" >/dev/null 2>&1; then
+    say "creating user $name ($uid)"
+    useradd --create-home --uid "$uid" --shell /bin/bash "$name"
+  fi
+  id -nG "$name" | tr ' ' '\n' | grep -qx docker || usermod -aG docker "$name"
+done
 
 say "ready"

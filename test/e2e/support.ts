@@ -13,6 +13,9 @@ export const BIN = join(ROOT, 'bin', 'run.js')
 export const SIM_BIN = join(ROOT, 'test', 'sim', 'nvidia-smi')
 export const USER = 'cosplayer'
 export const UID = 1234
+/** the teammate (setup-docker.sh makes both; run.sh gives both the same sudoers rule) */
+export const USER2 = 'cosplayer2'
+export const UID2 = 1235
 export const BASE_IMAGE = 'gpu-cosplay-test-base:bookworm'
 export const NO_SSHD_IMAGE = 'gpu-cosplay-test-nosshd:bookworm'
 /** where the stub runtime hook looks for simulator state (setup-docker.sh makes it, mode 1777) */
@@ -56,12 +59,15 @@ export class World {
     chmodSync(this.simState, 0o644)
   }
 
+  /** the user every CLI call runs as */
+  user = USER
+
   env(extra: Record<string, string> = {}): Record<string, string> {
     return {
       PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      HOME: `/home/${USER}`,
-      USER,
-      LOGNAME: USER,
+      HOME: `/home/${this.user}`,
+      USER: this.user,
+      LOGNAME: this.user,
       GPU_COSPLAY_STATE_DIR: this.stateDir,
       GPU_COSPLAY_NVIDIA_SMI: SIM_BIN,
       GPU_COSPLAY_SIM_STATE: this.simState,
@@ -73,7 +79,12 @@ export class World {
   /** argv for running the CLI as the test user */
   argv(args: readonly string[], extra: Record<string, string> = {}): string[] {
     const env = Object.entries(this.env(extra)).map(([k, v]) => `${k}=${v}`)
-    return ['-u', USER, '--', 'env', '-i', ...env, process.execPath, BIN, ...args]
+    return ['-u', this.user, '--', 'env', '-i', ...env, process.execPath, BIN, ...args]
+  }
+
+  /** the same world (GPU, state directory, workspace) seen by another user: CLI calls run as them */
+  as(user: string): World {
+    return Object.assign(Object.create(Object.getPrototypeOf(this)) as World, this, {user})
   }
 
   cli(args: readonly string[], extra: Record<string, string> = {}, timeoutMs = 120_000): Result {

@@ -4,14 +4,19 @@ Runs the entrypoint's write_session_env in a temporary root (GPU_COSPLAY_ENTRYPO
 functions), then reads the two files back the way their consumers do: ~/.ssh/environment as sshd does
 (NAME=VALUE per line, literal) and /etc/profile.d/gpu-cosplay.sh by sourcing it in sh and in bash.
 """
+import json
 import os
+import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENTRYPOINT = os.path.join(REPO, "docker", "entrypoint.sh")
+MPS_SIM = os.path.join(REPO, "test", "sim", "nvidia-cuda-mps-control")
 
 HOSTILE = {
     "GPU_COSPLAY_NAME": "NVIDIA GeForce RTX 3090",
@@ -112,6 +117,234 @@ class SessionEnvTest(unittest.TestCase):
         self.sourced("sh")
         self.sourced("bash")
         self.assertEqual([p for p in os.listdir(self.root) if p.startswith("pwned")], [])
+
+
+@unittest.skipUnless(shutil.which("bash"), "needs bash")
+class UserEnvTest(unittest.TestCase):
+    """Every name in GPU_COSPLAY_USER_ENV_NAMES (the user's --env) reaches ssh sessions and login shells literally."""
+
+    USER_VALUES = {
+        "HF_HOME": "/data/hf",
+        "MY_QUOTES": "it's \"quoted\" $HOME `id` $(id)",
+        "MY_TRAILING": "ends with a backslash\\",
+        "MY_MULTILINE": "first line\nsecond 'line' $HOME\nMY_INJECTED=1",
+    }
+
+    BASHRC = '# System-wide .bashrc file\n# If not running interactively, don\'t do anything\n[ -z "$PS1" ] && return\n'
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-")
+        self.profile = os.path.join(self.root, "etc/profile.d/gpu-cosplay.sh")
+        self.bashrc = os.path.join(self.root, "etc/bash.bashrc")
+        os.makedirs(os.path.dirname(self.bashrc))
+        with open(self.bashrc, "w") as f:
+            f.write(self.BASHRC)
+        env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1", **self.USER_VALUES,
+               "NOT_GIVEN": "stays out", "GPU_COSPLAY_USER_ENV_NAMES": " ".join(list(self.USER_VALUES) + ["UNSET_NAME", "1BAD"])}
+        result = subprocess.run(["bash", "-c", '. "$1" && write_session_env /home/u', "entrypoint", ENTRYPOINT],
+                                env=env, capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.stderr = result.stderr
+        self.ssh_env = self.read_ssh_env()
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def read_ssh_env(self):
+        result = {}
+        with open(os.path.join(self.root, "home/u/.ssh/environment")) as f:
+            for line in f.read().split("\n"):
+                if line and not line.startswith("#") and "=" in line:
+                    name, value = line.split("=", 1)
+                    result[name] = value
+        return result
+
+    def as_sshd_runs(self, script, login_shell="bash"):
+        """`ssh host cmd`: sshd sets exactly the ~/.ssh/environment values, then runs `$SHELL -c cmd`."""
+        env = {"PATH": "/usr/bin:/bin", **self.ssh_env}
+        if "BASH_ENV" in env:  # the container path, seen from here
+            env["BASH_ENV"] = self.root + env["BASH_ENV"]
+        result = subprocess.run([login_shell, "-c", script], env=env, capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.stdout
+
+    def test_single_line_values_are_in_the_ssh_environment_literally(self):
+        for name in ("HF_HOME", "MY_QUOTES", "MY_TRAILING"):
+            self.assertEqual(self.ssh_env[name], self.USER_VALUES[name], name)
+        for name in ("NOT_GIVEN", "UNSET_NAME", "1BAD", "GPU_COSPLAY_USER_ENV_NAMES", "MY_INJECTED"):
+            self.assertNotIn(name, self.ssh_env)
+        with open(os.path.join(self.root, "etc/gpu-cosplay/permit-user-environment")) as f:
+            self.assertEqual(sorted(f.read().strip().split(",")), sorted(self.ssh_env))
+
+    def test_every_value_reaches_ssh_host_cmd_through_bash(self):
+        for name, value in self.USER_VALUES.items():
+            self.assertEqual(self.as_sshd_runs('printf %%s "$%s"' % name), value, name)
+        self.assertEqual(self.as_sshd_runs('printf %s "${MY_INJECTED-unset}"'), "unset")
+
+    def test_bash_env_is_read_once_so_a_changed_value_survives_in_child_shells(self):
+        self.assertEqual(self.as_sshd_runs('printf %s "${BASH_ENV-unset}"'), "unset")
+        self.assertEqual(self.as_sshd_runs('export MY_MULTILINE=changed; bash -c \'printf %s "$MY_MULTILINE"\''), "changed")
+
+    def test_bash_started_by_sshd_gets_them_through_bash_bashrc(self):
+        # Debian's bash run by sshd (SSH_CLIENT set) reads /etc/bash.bashrc, not BASH_ENV: as it does, by hand
+        env = {"PATH": "/usr/bin:/bin", **self.ssh_env, "BASH_ENV": self.root + self.ssh_env["BASH_ENV"]}
+        script = '. "$1"; printf %s "$MY_MULTILINE"; printf "|%s" "${BASH_ENV-unset}"'
+        result = subprocess.run(["bash", "-c", script, "bash", self.bashrc], env=env, capture_output=True, text=True)
+        self.assertEqual(result.stdout, self.USER_VALUES["MY_MULTILINE"] + "|unset", result.stderr)
+        with open(self.bashrc) as f:
+            self.assertTrue(f.read().endswith(self.BASHRC))
+        # and nothing when BASH_ENV is not ours (docker exec, an interactive shell after /etc/profile)
+        result = subprocess.run(["bash", "-c", script, "bash", self.bashrc], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+        self.assertEqual(result.stdout, "|unset")
+
+    def test_the_bash_bashrc_hook_is_written_once(self):
+        subprocess.run(["bash", "-c", '. "$1" && hook_bash_bashrc', "ep", ENTRYPOINT],
+                       env={"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1"}, check=True)
+        with open(self.bashrc) as f:
+            self.assertEqual(f.read().count("values ssh cannot carry"), 1)
+
+    def test_login_shells_get_every_value(self):
+        for shell in ("sh", "bash"):
+            for name, value in self.USER_VALUES.items():
+                result = subprocess.run([shell, "-c", '. "$1"; printf %%s "$%s"' % name, shell, self.profile],
+                                        env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+                self.assertEqual(result.stdout, value, "%s %s" % (shell, name))
+
+    def test_the_newline_values_are_named_in_the_log(self):
+        self.assertIn("MY_MULTILINE", self.stderr)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def is_gone(pid, timeout_s=10.0):
+    """True once pid has exited (a zombie waiting for its reaper counts as exited)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            if read("/proc/%d/stat" % pid).rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@unittest.skipUnless(shutil.which("bash") and shutil.which("setpriv"), "needs bash and setpriv")
+class MpsTest(unittest.TestCase):
+    """start_mps/stop_mps/run_service against the MPS control stand-in (test/sim/nvidia-cuda-mps-control)."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-mps-")
+        os.chmod(self.root, 0o755)  # the session user (another uid when we are root) reaches the MPS folders
+        self.record = os.path.join(self.root, "mps-calls.jsonl")
+        open(self.record, "w").close()
+        os.chmod(self.record, 0o666)
+        self.pipe = os.path.join(self.root, "run/mps/pipe")
+        self.status = os.path.join(self.root, "run/mps/status")
+        self.env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1",
+                    "GPU_COSPLAY_MPS_THREAD_PCT": "25", "GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB": "2048",
+                    "GPU_COSPLAY_MPS_CONTROL": MPS_SIM, "GPU_COSPLAY_MPS_STATUS_FILE": self.status,
+                    "CUDA_MPS_PIPE_DIRECTORY": self.pipe, "CUDA_MPS_LOG_DIRECTORY": os.path.join(self.root, "run/mps/log"),
+                    "CUDA_VISIBLE_DEVICES": "MIG-from-the-users-env", "GPU_COSPLAY_SIM_MPS_LOG": self.record}
+        self.uid, self.gid = os.getuid(), os.getgid()
+
+    def tearDown(self):
+        if os.path.exists(os.path.join(self.pipe, "control")):
+            subprocess.run([MPS_SIM], input="quit\n", env={"CUDA_MPS_PIPE_DIRECTORY": self.pipe}, capture_output=True)
+        shutil.rmtree(self.root)
+
+    def bash(self, script, **extra):
+        result = subprocess.run(["bash", "-c", '. "$1"; ' + script, "entrypoint", ENTRYPOINT, str(self.uid), str(self.gid)],
+                                env={**self.env, **extra}, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    def calls(self):
+        with open(self.record) as f:
+            return [json.loads(line) for line in f]
+
+    def ssh_env(self):
+        with open(os.path.join(self.root, "home/u/.ssh/environment")) as f:
+            return dict(line.split("=", 1) for line in f.read().split("\n") if "=" in line and not line.startswith("#"))
+
+    def read_status(self):
+        with open(self.status) as f:
+            return f.read().strip()
+
+    def test_starts_the_daemon_sets_the_limits_exports_the_pipe_and_quits(self):
+        self.bash('start_mps "$2" "$3"; write_session_env /home/u; stop_mps')
+        calls = self.calls()
+        self.assertEqual([c["command"] for c in calls], ["-d", "set_default_active_thread_percentage 25",
+                                                         "set_default_device_pinned_mem_limit 0 2048M", "quit"])
+        for call in calls:
+            self.assertIsNone(call["cudaVisibleDevices"])  # the container's one device, not the user's setting
+            self.assertEqual(call["pipeDirectory"], self.pipe)
+            self.assertEqual(call["uid"], self.uid)
+        self.assertEqual(os.stat(self.pipe).st_mode & 0o777, 0o700)
+        self.assertEqual(self.ssh_env()["CUDA_MPS_PIPE_DIRECTORY"], self.pipe)
+        self.assertEqual(self.read_status(), "running")
+        self.assertFalse(os.path.exists(os.path.join(self.pipe, "control")))
+
+    @unittest.skipUnless(os.getuid() == 0, "needs root to start the daemon as another user")
+    def test_the_daemon_runs_as_the_session_user(self):
+        self.uid = self.gid = pwd.getpwnam("nobody").pw_uid
+        self.bash('start_mps "$2" "$3"; write_session_env /home/u')
+        pid = int(read(os.path.join(self.pipe, "nvidia-cuda-mps-control.pid")))
+        self.assertEqual(os.stat("/proc/%d" % pid).st_uid, self.uid)
+        self.assertEqual(os.stat(self.pipe).st_uid, self.uid)
+        self.assertEqual({c["uid"] for c in self.calls()}, {self.uid})
+        self.bash('MPS_CONTROL=$GPU_COSPLAY_MPS_CONTROL MPS_UID=$2 MPS_GID=$3 stop_mps')
+        self.assertTrue(is_gone(pid))
+
+    def test_without_the_binary_it_warns_once_and_exports_nothing(self):
+        result = self.bash('start_mps "$2" "$3"; write_session_env /home/u', GPU_COSPLAY_MPS_CONTROL="/nonexistent/nvidia-cuda-mps-control")
+        self.assertEqual(len([l for l in result.stderr.splitlines() if "warning" in l]), 1, result.stderr)
+        self.assertNotIn("CUDA_MPS_PIPE_DIRECTORY", self.ssh_env())
+        self.assertNotIn("CUDA_MPS_LOG_DIRECTORY", self.ssh_env())
+        self.assertEqual(self.read_status(), "unavailable")
+        self.assertEqual(self.calls(), [])
+
+    def test_without_the_mps_variables_nothing_starts(self):
+        env = {k: v for k, v in self.env.items() if not k.startswith("GPU_COSPLAY_MPS_")}
+        result = subprocess.run(["bash", "-c", '. "$1"; start_mps 1000 1000; write_session_env /home/u', "ep", ENTRYPOINT],
+                                env=env, capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(self.calls(), [])
+        self.assertNotIn("CUDA_MPS_PIPE_DIRECTORY", self.ssh_env())
+
+    def test_bad_limits_start_nothing(self):
+        for pct, mib in (("0", "2048"), ("101", "2048"), ("25", "2G"), ("25", ""), ("x", "1")):
+            self.bash('start_mps "$2" "$3"', GPU_COSPLAY_MPS_THREAD_PCT=pct, GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB=mib)
+            self.assertEqual(self.calls(), [], (pct, mib))
+            self.assertEqual(self.read_status(), "failed")
+
+    def test_limits_the_daemon_refuses_stop_it(self):
+        self.bash('start_mps "$2" "$3"', GPU_COSPLAY_SIM_MPS_FAIL="set_default_active_thread_percentage")
+        self.assertEqual(self.read_status(), "failed")
+        self.assertEqual(self.calls()[-1]["command"], "quit")
+        self.assertFalse(os.path.exists(os.path.join(self.pipe, "control")))
+
+    def test_sigterm_to_the_entrypoint_quits_the_daemon_first(self):
+        proc = subprocess.Popen(["bash", "-c", '. "$1"; start_mps "$2" "$3"; run_service sleep 1000', "entrypoint", ENTRYPOINT,
+                                 str(self.uid), str(self.gid)], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 30
+            while not (os.path.exists(self.status) and read(self.status).strip() == "running" and
+                       subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "sleep"], capture_output=True).returncode == 0):
+                self.assertLess(time.time(), deadline, "the entrypoint did not start its service")
+                time.sleep(0.05)
+            pid = int(read(os.path.join(self.pipe, "nvidia-cuda-mps-control.pid")))
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(timeout=30), 143)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        self.assertEqual(self.calls()[-1]["command"], "quit")
+        self.assertTrue(is_gone(pid))
 
 
 if __name__ == "__main__":

@@ -299,6 +299,28 @@ class HookPynvmlTest(unittest.TestCase):
         self.assertEqual(out["r"], "NVMLError")
 
 
+class HookPynvmlMpsTest(unittest.TestCase):
+    PROBE = """
+import pynvml
+pynvml.nvmlInit()
+h = pynvml.nvmlDeviceGetHandleByIndex(0)
+out = {'compute': [[p.pid, p.usedGpuMemory // (1024 * 1024)] for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h)],
+       'v3': [p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses_v3(h)],
+       'mps': [p.pid for p in pynvml.nvmlDeviceGetMPSComputeRunningProcesses(h)]}
+"""
+    LISTS = {"STUB_PYNVML_PROCS": "[[900, 30], [42, 5]]", "STUB_PYNVML_MPS_PROCS": "[[42, 5], [43, 1018]]"}
+
+    def test_under_mps_the_compute_list_also_shows_the_clients(self):
+        out = run_json(self, self.PROBE, {**self.LISTS, "CUDA_MPS_PIPE_DIRECTORY": "/run/gpu-cosplay/mps/pipe"})
+        self.assertEqual(out["compute"], [[900, 30], [42, 5], [43, 1018]])
+        self.assertEqual(out["v3"], [900, 42, 43])
+        self.assertEqual(out["mps"], [42, 43])
+
+    def test_without_mps_the_compute_list_is_untouched(self):
+        out = run_json(self, self.PROBE, self.LISTS)
+        self.assertEqual(out["compute"], [[900, 30], [42, 5]])
+
+
 class EnvModuleTest(unittest.TestCase):
     def test_framework_env_values(self):
         sys.path.insert(0, HOOKS)

@@ -92,6 +92,25 @@ class DefaultTableTest(unittest.TestCase):
         self.assertIn("|    0  N/A  N/A       6217      C   ...inux/release/BlackScholes      253MiB |", out)
         self.assertTrue(out.startswith("+---"))
 
+    def test_mps_server_row_is_labelled(self):
+        # rows as NVML shows an MPS server and its clients (layout of a published R550 table; pids made up)
+        table = "\n".join([
+            "+-----------------------------------------------------------------------------------------+",
+            "| Processes:                                                                              |",
+            "|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |",
+            "|        ID   ID                                                               Usage      |",
+            "|=========================================================================================|",
+            "|    0    1    0    1127738      C   nvidia-cuda-mps-server                         30MiB |",
+            "|    0    1    0    1397691    M+C   python3 train.py                             1018MiB |",
+            "|    0    1    0    1127739      C   /usr/bin/nvidia-cuda-mps-server                30MiB |",
+            "+-----------------------------------------------------------------------------------------+",
+            ""])
+        out = R.rewrite_text(table, NAME, CAP, TDP).splitlines()
+        self.assertEqual([len(l) for l in out], [len(l) for l in table.splitlines()])
+        self.assertIn("|    0  N/A  N/A    1127738      C   MPS server (its clients' memory)               30MiB |", out)
+        self.assertIn("|    0  N/A  N/A    1397691    M+C   python3 train.py                             1018MiB |", out)
+        self.assertIn("   MPS server (its clients' memory)               30MiB |", out[7])
+
     def test_long_names_truncate_like_nvidia_smi(self):
         out = R.rewrite_text(load("h200-sxm-141gb__nvidia-smi.txt"),
                              "NVIDIA RTX PRO 6000 Blackwell Server Edition", CAP, TDP)

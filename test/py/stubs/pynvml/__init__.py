@@ -79,3 +79,29 @@ def nvmlDeviceGetEnforcedPowerLimit(handle):
 
 def nvmlDeviceGetPowerManagementLimitConstraints(handle):
     return [200000, 700000]
+
+
+class _Process(object):
+    def __init__(self, pid, mib):
+        self.pid = pid
+        self.usedGpuMemory = mib * MIB
+
+
+def _procs(var):
+    import json
+    return [_Process(pid, mib) for pid, mib in json.loads(os.environ.get(var, "[]"))]
+
+
+def nvmlDeviceGetComputeRunningProcesses(handle):
+    """STUB_PYNVML_PROCS: JSON [[pid, MiB], ...]"""
+    _check()
+    return _procs("STUB_PYNVML_PROCS")
+
+
+nvmlDeviceGetComputeRunningProcesses_v3 = nvmlDeviceGetComputeRunningProcesses
+
+
+def nvmlDeviceGetMPSComputeRunningProcesses(handle):
+    """STUB_PYNVML_MPS_PROCS: JSON [[pid, MiB], ...]"""
+    _check()
+    return _procs("STUB_PYNVML_MPS_PROCS")
