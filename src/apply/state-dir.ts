@@ -91,22 +91,29 @@ function ensureWritable(dir: string, shared: boolean): void {
   }
 }
 
+export function userDirOf(stateDir: string, uid: number): string {
+  return path.join(stateDir, 'users', String(uid))
+}
+
 /**
  * `<state>/users/<uid>`: a user's own folder (0700) in the team's shared state directory, for their ssh key and
  * their sessions' MPS pipes. `<state>/users/` itself is shared like the state directory: 1777, so everyone can
  * make their folder there and nobody can remove another's. Created as the owner when we run as root (sudo).
  */
 export function ensureUserDir(stateDir: string, owner: {readonly uid: number; readonly gid: number}): string {
-  const users = path.join(stateDir, 'users')
-  ensureSharedDir(users)
-  const mine = path.join(users, String(owner.uid))
+  const mine = userDirOf(stateDir, owner.uid)
+  ensureSharedDir(path.dirname(mine))
   ensurePrivateDir(mine, owner)
   return mine
 }
 
 /** A folder of the user's own under theirs (0700), e.g. one session's MPS pipe directory. */
 export function ensurePrivateDir(dir: string, owner: {readonly uid: number; readonly gid: number}): void {
-  if (!fs.existsSync(dir)) fs.mkdirSync(dir, {mode: 0o700})
+  try {
+    fs.mkdirSync(dir, {mode: 0o700})
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+  }
   const info = fs.statSync(dir)
   if (!info.isDirectory()) throw new StateError('STATE_DIR_DAMAGED', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
   if (info.uid !== owner.uid) {
@@ -118,8 +125,14 @@ export function ensurePrivateDir(dir: string, owner: {readonly uid: number; read
   if ((info.mode & 0o777) !== 0o700) fs.chmodSync(dir, 0o700)
 }
 
-function ensureSharedDir(dir: string): void {
+/**
+ * A folder every user of the box creates their own folder in (1777, like /tmp). Missing: created unless
+ * `create` is false. A private one left by an older version is opened up when it is ours (or we are root).
+ */
+export function ensureSharedDir(dir: string, options: {create: boolean} = {create: true}): void {
   if (!fs.existsSync(dir)) {
+    if (!options.create) return
+    fs.mkdirSync(path.dirname(dir), {recursive: true})
     try {
       fs.mkdirSync(dir)
     } catch (error) {
@@ -128,8 +141,9 @@ function ensureSharedDir(dir: string): void {
   }
   const info = fs.statSync(dir)
   if ((info.mode & 0o7777) === 0o1777) return
-  if (info.uid === process.getuid?.() || process.getuid?.() === 0) {
-    fs.chmodSync(dir, 0o1777)
+  const uid = process.getuid?.() ?? -1
+  if (info.uid === uid || uid === 0) {
+    fs.chmodSync(dir, 0o1777) // a new folder too: mkdir's mode is cut by the umask
     return
   }
   throw new StateError('STATE_DIR_NOT_SHARED', `${dir} is private to uid ${info.uid} (mode ${(info.mode & 0o7777).toString(8)}), so other users cannot keep their keys and MPS pipes there`, {

@@ -169,7 +169,7 @@ async function containerInputFrom(flags: UpFlags, target: Target, version: strin
     imageRef: flags.image ?? null,
     version,
     packageRoot: packageRoot(),
-    ownerUid: user.uid,
+    keyOwner: {uid: user.uid, gid: user.gid},
     // the entrypoint never makes root the session user (ssh must not depend on root login): root gets "cosplay"
     owner: user.uid === 0 ? {uid: 1000, gid: 1000, user: 'cosplay'} : {uid: user.uid, gid: user.gid, user: user.user},
     workspace: path.resolve(flags.workspace ?? process.cwd()),

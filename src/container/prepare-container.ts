@@ -4,10 +4,10 @@
  * so a missing engine or image fails before any GPU change.
  */
 import {statSync} from 'node:fs'
-import path from 'node:path'
 
 import getPort from 'get-port'
 
+import {userDirOf} from '../apply/state-dir.js'
 import {ContainerError, InputError} from '../core/errors.js'
 import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'
 import type {BuildEvent} from './runtime.js'
@@ -21,8 +21,8 @@ export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'author
   readonly imageRef: string | null
   readonly version: string
   readonly stateDir: string
-  /** the session owner: the key folder is theirs */
-  readonly ownerUid: number
+  /** the person who runs up (under sudo, not root): the key folder and key are theirs */
+  readonly keyOwner: {readonly uid: number; readonly gid: number}
   /** called before a first-use build starts, then with each build event */
   readonly onBuildStart?: (tag: string, base: string) => void
   readonly onBuildProgress?: (event: BuildEvent) => void
@@ -33,11 +33,6 @@ export type PreparedContainer = {
   readonly identity: SshIdentity
   /** the default image when this call had to build it */
   readonly built: CosplayBuild | null
-}
-
-/** Per-user key folder inside the (possibly shared) state directory. */
-export function sshKeyDir(stateDir: string, uid: number): string {
-  return path.join(stateDir, 'users', String(uid))
 }
 
 export async function prepareContainer(input: PrepareInput, runtime: DockerRuntime = new DockerRuntime()): Promise<PreparedContainer> {
@@ -56,7 +51,7 @@ export async function prepareContainer(input: PrepareInput, runtime: DockerRunti
     image = await runtime.inspectImage(imageRef)
     if (!image) throw new ContainerError('IMAGE_NOT_FOUND', `the build of ${imageRef} left no image`)
   }
-  const identity = await loadOrCreateSshIdentity({stateDir: sshKeyDir(input.stateDir, input.ownerUid), comment: `gpu-cosplay ${input.owner.user}`})
+  const identity = await loadOrCreateSshIdentity({userDir: userDirOf(input.stateDir, input.keyOwner.uid), owner: input.keyOwner, comment: `gpu-cosplay ${input.owner.user}`})
   const sshPort = image.hasSshd ? (input.sshPort ?? (await getPort({host: input.sshBind === '::' ? undefined : input.sshBind}))) : null
   return {
     identity,

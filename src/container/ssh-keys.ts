@@ -6,11 +6,12 @@
  * A whole team shares one state directory: `<state>/users/` is shared (1777: anyone creates their own folder in it,
  * nobody removes another's), each `<state>/users/<uid>/` and its `ssh/` are their user's alone (0700), keys 0600.
  */
-import {chmod, chown, mkdir, readFile, stat, writeFile} from 'node:fs/promises'
+import {chmod, chown, readFile, stat, writeFile} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 import ssh2 from 'ssh2'
-import {CosplayError, ContainerError, StateError} from '../core/errors.js'
+import {ensurePrivateDir, ensureSharedDir} from '../apply/state-dir.js'
+import {CosplayError, ContainerError} from '../core/errors.js'
 
 const {utils} = ssh2
 
@@ -26,7 +27,7 @@ export type SshIdentity = {
 
 export type SshKeyOptions = {
   /** the user's own folder, <state>/users/<uid>; a generated pair lives in its ssh/. Its parent is the shared one. */
-  stateDir: string
+  userDir: string
   /** default os.homedir() */
   homeDir?: string
   comment?: string
@@ -34,52 +35,8 @@ export type SshKeyOptions = {
   owner?: {uid: number; gid: number}
 }
 
-/** sticky and writable by all, like /tmp */
-const SHARED_MODE = 0o1777
-
 function errnoOf(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException).code
-}
-
-/**
- * `<state>/users/`, shared. Missing: created only when `create` (a key is about to be written). A private one left by
- * an older version is opened up when it is ours (or we are root), else the user is told the command that fixes it.
- */
-async function ensureSharedFolder(dir: string, create: boolean): Promise<void> {
-  let info
-  try {
-    info = await stat(dir)
-  } catch (error) {
-    if (errnoOf(error) !== 'ENOENT' || !create) throw error
-    await mkdir(dirname(dir), {recursive: true})
-    try {
-      await mkdir(dir)
-    } catch (error) {
-      if (errnoOf(error) !== 'EEXIST') throw error
-    }
-    info = await stat(dir)
-  }
-  if ((info.mode & 0o7777) === SHARED_MODE) return
-  const uid = process.getuid?.() ?? -1
-  if (info.uid === uid || uid === 0) {
-    await chmod(dir, SHARED_MODE) // a new folder too: mkdir's mode is cut by the umask
-    return
-  }
-  throw new StateError('STATE_DIR_NOT_SHARED', `${dir} is private to uid ${info.uid} (mode ${(info.mode & 0o7777).toString(8)}), so other users cannot keep their ssh keys there`, {
-    exit: 4,
-    fix: [`sudo chmod 1777 ${dir}`],
-  })
-}
-
-/** A folder of this user's only: created 0700; an existing one of theirs is made 0700 again. */
-async function ensurePrivateFolder(dir: string, owner: SshKeyOptions['owner']): Promise<void> {
-  try {
-    await mkdir(dir, {mode: 0o700})
-    if (owner) await chown(dir, owner.uid, owner.gid)
-  } catch (error) {
-    if (errnoOf(error) !== 'EEXIST') throw error
-  }
-  await chmod(dir, 0o700)
 }
 
 async function readIfExists(path: string): Promise<string | null> {
@@ -105,19 +62,18 @@ export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<S
     return {privateKey: userPrivate, privateKeyPath: userPath, publicKey: userPublic, source: 'user', authorizedKeys: [userPublic]}
   }
 
-  const dir = join(options.stateDir, 'ssh')
+  const dir = join(options.userDir, 'ssh')
   const path = join(dir, 'id_ed25519')
-  const shared = dirname(options.stateDir)
+  const shared = dirname(options.userDir)
+  const owner = options.owner ?? {uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0}
   try {
-    await ensureSharedFolder(shared, false).catch((error) => {
-      if (errnoOf(error) !== 'ENOENT') throw error
-    })
+    ensureSharedDir(shared, {create: false})
     let privateKey = await readIfExists(path)
     let publicKey = (await readIfExists(`${path}.pub`))?.trim() ?? null
     if (!privateKey || !publicKey || !isUsable(privateKey)) {
-      await ensureSharedFolder(shared, true)
-      await ensurePrivateFolder(options.stateDir, options.owner)
-      await ensurePrivateFolder(dir, options.owner)
+      ensureSharedDir(shared)
+      ensurePrivateDir(options.userDir, owner)
+      ensurePrivateDir(dir, owner)
       const pair = utils.generateKeyPairSync('ed25519', {comment: options.comment ?? 'gpu-cosplay'})
       privateKey = pair.private
       publicKey = pair.public.trim()

@@ -5,9 +5,8 @@
 import {homedir} from 'node:os'
 import type {Readable, Writable} from 'node:stream'
 
-import {resolveStateDir} from '../../apply/state-dir.js'
+import {resolveStateDir, userDirOf} from '../../apply/state-dir.js'
 import {pickSession} from '../../container/pick-session.js'
-import {sshKeyDir} from '../../container/prepare-container.js'
 import {DockerRuntime} from '../../container/runtime.js'
 import {type SessionContainer, sessionContainer} from '../../container/session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../../container/ssh-keys.js'
@@ -28,7 +27,7 @@ export function accessSession(name: string | undefined): SessionAccess {
 }
 
 export function identityFor(access: SessionAccess): Promise<SshIdentity> {
-  return loadOrCreateSshIdentity({stateDir: sshKeyDir(access.stateDir, access.uid)})
+  return loadOrCreateSshIdentity({userDir: userDirOf(access.stateDir, access.uid)})
 }
 
 /** Runs argv in the container as the session user (docker exec), streaming; returns the exit code. */
