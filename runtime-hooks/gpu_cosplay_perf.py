@@ -192,13 +192,14 @@ class MatmulPolicy(object):
         return self
 
     def __exit__(self, *exc):
-        for obj, attr, value in self.saved:
+        # the precision setting drives allow_tf32 too: restore it first, then the flags as they were
+        if getattr(self, "precision", None) is not None:
+            self.torch.set_float32_matmul_precision(self.precision)
+        for obj, attr, value in reversed(self.saved):
             try:
                 setattr(obj, attr, value)
             except Exception:
                 pass
-        if getattr(self, "precision", None) is not None:
-            self.torch.set_float32_matmul_precision(self.precision)
         return False
 
 
