@@ -1,4 +1,4 @@
-import {Args, Flags} from '@oclif/core'
+import {Args, Flags, ux} from '@oclif/core'
 
 import {ContainerError} from '../core/errors.js'
 import type {PerfReport} from '../plan/perf-verdict.js'
@@ -39,7 +39,16 @@ every verdict is SKIP.`
     const access = accessSession(args.name)
     const c = access.container
     const argv = ['python3', `${HOOKS}/verify.py`, ...(flags.perf ? ['--perf'] : [])]
-    const ran = await new DockerRuntime().exec(c.id, argv, {user: c.user, workingDir: '/workspace'})
+    const showProgress = flags.perf && !this.jsonEnabled()
+    if (showProgress) ux.action.start(`Measuring in ${c.session} (up to 30 s on a GPU)`)
+    let ran
+    try {
+      ran = await new DockerRuntime().exec(c.id, argv, {user: c.user, workingDir: '/workspace'})
+    } catch (error) {
+      if (showProgress) ux.action.stop('failed')
+      throw error
+    }
+    if (showProgress) ux.action.stop('done')
     if (flags.perf) {
       const {verifyPerf} = await import('./support/verify-perf.js')
       const result = await verifyPerf(access, ran)
@@ -89,6 +98,7 @@ export function renderVerifyPerf(r: VerifyPerfResult): string {
     : `samples: none (${r.samples.reason ?? 'no nvidia-smi'})`
   const cap = r.vramCap
     ? `VRAM cap ${fixed(r.vramCap.capGiB, 2)} GiB: up to it ${r.vramCap.underCapOk ? 'works' : 'FAILS'}, 1 GiB more ${r.vramCap.overCapRefused ? 'is refused' : 'is ALLOWED'}` +
+      (r.vramCap.cupyRefused === null ? '' : `; CuPy ${r.vramCap.cupyRefused ? 'refuses' : 'ALLOWS'} it`) +
       `; hard below the libraries: ${r.vramCap.hard === null ? 'unknown (no CuPy)' : r.vramCap.hard ? 'yes' : 'no (library-level cap)'}`
     : null
   return [

@@ -54,6 +54,8 @@ export type PerfReport = {
     readonly capGiB: number | null
     readonly underCapOk: boolean | null
     readonly overCapRefused: boolean | null
+    /** CuPy (its pool limit, CUPY_GPU_MEMORY_LIMIT) refused one GiB past the cap; null without CuPy */
+    readonly cupyRefused: boolean | null
     /** a raw allocation past the cap was refused below the libraries (MIG slice, MPS limit); null without CuPy */
     readonly hard: boolean | null
   } | null
@@ -152,7 +154,13 @@ export function perfReport(
     expectation: {basis, targetAchieved, note: noteFor(isCpu, basis)},
     vramCap: isCpu
       ? null
-      : {capGiB: v.capGiB ?? null, underCapOk: v.underCapOk ?? null, overCapRefused: v.overCapRefused ?? null, hard: v.hard ?? null},
+      : {
+          capGiB: v.capGiB ?? null,
+          underCapOk: v.underCapOk ?? null,
+          overCapRefused: v.overCapRefused ?? null,
+          cupyRefused: typeof v.cupy?.libraryRefused === 'boolean' ? v.cupy.libraryRefused : null,
+          hard: v.hard ?? null,
+        },
   }
 }
 

@@ -98,7 +98,14 @@ describe('perfReport', () => {
     it('passes when up to the cap works and one GiB more is refused', () => {
       const r = perfReport(measurement(), EXPECTATIONS, null)
       expect(r.axes.vram).toMatchObject({measured: 23.875, unit: 'GiB', expectedPeak: 24, target: 24, verdict: 'PASS'})
-      expect(r.vramCap).toEqual({capGiB: 24, underCapOk: true, overCapRefused: true, hard: null})
+      expect(r.vramCap).toEqual({capGiB: 24, underCapOk: true, overCapRefused: true, cupyRefused: null, hard: null})
+    })
+
+    it('reports what CuPy saw: its own limit, and whether the cap is hard', () => {
+      const cupy = {installed: true, libraryRefused: true, rawRefused: false}
+      const r = perfReport(measurement({vram: {measured: 23.875, capGiB: 24, underCapOk: true, overCapRefused: true, hard: false, cupy}}), EXPECTATIONS, null)
+      expect(r.vramCap).toMatchObject({cupyRefused: true, hard: false})
+      expect(r.axes.vram.verdict).toBe('PASS')
     })
 
     it('fails when allocating past the cap succeeds', () => {
