@@ -4,6 +4,10 @@
 Prints JSON {"checks": [{"name", "status": PASS|FAIL|SKIP, "detail"}], "summary": {...}} (or a table with
 --text) and exits 1 when any check FAILs. Checks that need a GPU or a library that is absent SKIP with why.
 Standard library only; torch / pynvml are used when importable.
+
+`verify.py --perf [--device auto|cuda|cpu]` measures instead (gpu_cosplay_perf.py): FP32/BF16 GEMM, copy
+bandwidth, the VRAM cap, clock/power samples, as JSON. The host's `gpu-cosplay verify --perf` adds the plan's
+expectations and the verdicts.
 """
 
 import json
@@ -44,6 +48,9 @@ def _contract():
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if "--perf" in argv:
+        import gpu_cosplay_perf
+        return gpu_cosplay_perf.main([a for a in argv if a != "--perf"])
     text = "--text" in argv
     checks = Checks()
     try:

@@ -3,6 +3,7 @@
  * file instead of resolving a command tree. Commands import their heavy layers (apply, Docker, ssh) lazily.
  */
 import Build from './commands/build.js'
+import Calibrate from './commands/calibrate.js'
 import Doctor from './commands/doctor.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
@@ -21,6 +22,7 @@ import Verify from './commands/verify.js'
 
 export const COMMANDS = {
   build: Build,
+  calibrate: Calibrate,
   doctor: Doctor,
   down: Down,
   exec: Exec,

@@ -9,6 +9,7 @@ import {ARCHS} from './types.js'
 const positive = z.number().positive()
 const positiveInt = z.number().int().positive()
 const tflopsOrNull = positive.nullable()
+const achieved = z.number().positive().max(1.2)
 
 export const targetSchema = z.strictObject({
   key: z.string().regex(/^[a-z0-9][a-z0-9_]*$/, 'expected lower_snake_case'),
@@ -31,6 +32,9 @@ export const targetSchema = z.strictObject({
   tdpW: positive,
   source: z.string().min(1),
   notes: z.string().optional(),
+  achievedFraction: z
+    .strictObject({fp32: achieved.optional(), bf16: achieved.optional(), bandwidth: achieved.optional(), source: z.string().min(1)})
+    .optional(),
 })
 
 export const migProfileSchema = z.strictObject({

@@ -31,6 +31,16 @@ export type Target = {
   readonly tdpW: number
   readonly source: string
   readonly notes?: string
+  /** what the card really reaches in a plain GEMM / copy benchmark, as a fraction of the figures above (sourced; optional) */
+  readonly achievedFraction?: AchievedFraction
+}
+
+/** Measured / datasheet per axis, from a published benchmark named in `source`. */
+export type AchievedFraction = {
+  readonly fp32?: number
+  readonly bf16?: number
+  readonly bandwidth?: number
+  readonly source: string
 }
 
 /** One `nvidia-smi mig -lgip` row, as a catalog host model states it. */

@@ -6,13 +6,16 @@ import {resolveTarget} from '../catalog/resolve-target.js'
 import {defaultImageTag} from '../container/cosplay-image.js'
 import {InputError} from '../core/errors.js'
 import {EXPORT_FORMATS, type ExportFormat, MIG_STRATEGIES, type MigStrategy} from '../export/export-input.js'
+import {type Achievable, achievableFor} from '../plan/achievable-for.js'
 import {OBJECTIVES, type Plan as CosplayPlan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {currentCatalog, localSmi} from './support/context.js'
 import {fixed, formatTable} from './support/format-table.js'
+import {planCalibration} from './support/plan-calibration.js'
 import {planFor} from './support/resolve-plan-host.js'
 
-export type PlanResult = CosplayPlan
+/** `achievable`: the plan's figures as this host really delivers them (calibrate), next to the peaks */
+export type PlanResult = CosplayPlan & {achievable: Achievable}
 
 export default class Plan extends BaseCommand {
   static summary = 'Show how this host would imitate a GPU, without changing anything'
@@ -59,7 +62,8 @@ Changes nothing.`
       // A cluster runs no per-session MPS daemon of ours: exports shape with MIG and GPU-wide leases.
       ...(flags.output ? {mpsAvailable: false} : {}),
     }
-    const {plan, host} = await planFor(catalog, target, request, () => localSmi())
+    const {plan: cosplay, host, probe} = await planFor(catalog, target, request, () => localSmi())
+    const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, planCalibration(host.model.key, probe), target.achievedFraction)}
     if (flags.output) {
       // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
       const {exportPlan} = await import('../export/export-plan.js')
@@ -75,15 +79,25 @@ Changes nothing.`
   }
 }
 
-export function renderPlan(plan: CosplayPlan): string {
+export function renderPlan(plan: PlanResult): string {
   const where = plan.host.index === null ? `${plan.host.name} (model ${plan.host.model}, assumed idle)` : `GPU ${plan.host.index}: ${plan.host.name}`
   const slice = plan.mig ? `MIG ${plan.mig.profile} (profile ${plan.mig.profileId}, ${plan.mig.smCount} SMs, ${plan.mig.memoryGiB} GiB)` : `whole GPU (${plan.smCount} SMs)`
   const pct = (v: number | null) => (v === null ? '-' : `${v > 0 ? '+' : ''}${v.toFixed(1)}%`)
+  const a = plan.achievable
+  // ERROR: peak vs the target's datasheet (what the planner matched). Where the catalog has the target's
+  // achieved figure and this host is calibrated, ACHIEVED ERROR compares achievable with it: like with like.
+  const alike = a.targetAchieved.length > 0
+  const row = (label: string, peak: number | null, achievable: number | null, target: number | null, error: number | null, achieved: [number | null, number | null], digits = 1) => [
+    label, fixed(peak, digits), fixed(achievable, digits), fixed(target, digits), pct(error), ...(alike ? [fixed(achieved[0], digits), pct(achieved[1])] : []),
+  ]
+  const achievedTarget = (axis: 'fp32' | 'bf16' | 'bandwidth', figure: number | null, error: number | null): [number | null, number | null] =>
+    a.targetAchieved.includes(axis) ? [figure, error] : [null, null]
   const rows = [
-    ['FP32 TFLOPS', fixed(plan.expected.fp32Tflops), fixed(plan.target.fp32Tflops), pct(plan.errors.fp32Pct)],
-    ['BF16 tensor TFLOPS', fixed(plan.expected.bf16Tflops), fixed(plan.target.bf16Tflops), pct(plan.errors.bf16Pct)],
-    ['Bandwidth GB/s', fixed(plan.expected.bandwidthGBs, 0), fixed(plan.target.bandwidthGBs, 0), pct(plan.errors.bandwidthPct)],
-    ['VRAM GiB', fixed(plan.expected.vramGB), fixed(plan.target.vramGB), pct(plan.errors.vramPct)],
+    row('FP32 TFLOPS', plan.expected.fp32Tflops, a.expected.fp32Tflops, plan.target.fp32Tflops, plan.errors.fp32Pct, achievedTarget('fp32', a.target.fp32Tflops, a.errors.fp32Pct)),
+    row('BF16 tensor TFLOPS', plan.expected.bf16Tflops, a.expected.bf16Tflops, plan.target.bf16Tflops, plan.errors.bf16Pct, achievedTarget('bf16', a.target.bf16Tflops, a.errors.bf16Pct)),
+    row('Bandwidth GB/s', plan.expected.bandwidthGBs, a.expected.bandwidthGBs, plan.target.bandwidthGBs, plan.errors.bandwidthPct, achievedTarget('bandwidth', a.target.bandwidthGBs, a.errors.bandwidthPct), 0),
+    // the VRAM cap is exact: nothing to calibrate
+    row('VRAM GiB', plan.expected.vramGB, plan.expected.vramGB, plan.target.vramGB, plan.errors.vramPct, [null, null]),
   ]
   const lines = [
     `${plan.target.name} on ${where}, matching ${plan.objective}`,
@@ -94,7 +108,9 @@ export function renderPlan(plan: CosplayPlan): string {
     `  GPU-wide: ${plan.gpuWide.reason}`,
     `  VRAM:   capped at ${plan.vramCapGiB} GiB (${plan.vramCapMiB} MiB)`,
     '',
-    formatTable(['AXIS', 'EXPECTED', 'TARGET', 'ERROR'], rows),
+    formatTable(['AXIS', 'PEAK', 'ACHIEVABLE', 'TARGET', 'ERROR', ...(alike ? ['TARGET ACHIEVED', 'ACHIEVED ERROR'] : [])], rows),
+    '',
+    `  expectation: ${a.basis === 'calibrated' ? 'achievable (calibrated)' : 'peak'}; ${a.note}`,
   ]
   if (plan.warnings.length > 0) lines.push('', ...plan.warnings.map((w) => `! ${w}`))
   return lines.join('\n')

@@ -1,27 +1,61 @@
-import {Args} from '@oclif/core'
+import {Args, Flags, ux} from '@oclif/core'
 
 import {ContainerError} from '../core/errors.js'
+import type {PerfReport} from '../plan/perf-verdict.js'
 import {BaseCommand} from './support/base-command.js'
+import {fixed, formatTable} from './support/format-table.js'
 
 export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
 export type VerifyResult = {session: string; checks: VerifyCheck[]; summary: {PASS: number; FAIL: number; SKIP: number}}
+/** `verify --perf`: measured vs expected vs target per axis, with the calibration the expectation used */
+export type VerifyPerfResult = PerfReport & {
+  session: string
+  calibration: {file: string; driver: string; measuredAt: string} | null
+  summary: {PASS: number; WARN: number; FAIL: number; SKIP: number}
+}
+
+const HOOKS = '/opt/gpu-cosplay/hooks'
 
 export default class Verify extends BaseCommand {
   static summary = 'Self-test a session: does every layer in the container agree on the target GPU?'
   static description = `Runs runtime-hooks/verify.py inside the session (docker exec, as you) and prints PASS, FAIL or SKIP
 with the reason for each check: the environment contract, your identity, the nvidia-smi shim, the Python
 hook, torch (name, properties, memory, allocation just under and just over the cap), TF32/BF16 policy,
-pynvml, JAX/CuPy settings. Checks that need a GPU or an absent library SKIP. Exit code 1 on any FAIL.`
-  static examples = ['<%= config.bin %> verify', '<%= config.bin %> verify alice-rtx_3090 --json']
-  static args = {name: Args.string({description: 'session name (default: your only session)'})}
+pynvml, JAX/CuPy settings. Checks that need a GPU or an absent library SKIP. Exit code 1 on any FAIL.
 
-  async run(): Promise<VerifyResult> {
-    const {args} = await this.parse(Verify)
+With --perf it measures instead (torch in the session, under 30 s on a GPU): FP32 and BF16 GEMM TFLOPS, copy
+bandwidth, the VRAM cap, and clock/power samples; and compares each with the plan's peak, the achievable
+figure when this GPU model was calibrated (gpu-cosplay calibrate), and the target. PASS within 10% of the
+expectation, WARN within 25%, FAIL beyond (exit 1). Without a CUDA device the figures are CPU ones and
+every verdict is SKIP.`
+  static examples = ['<%= config.bin %> verify', '<%= config.bin %> verify alice-rtx_3090 --json', '<%= config.bin %> verify --perf']
+  static args = {name: Args.string({description: 'session name (default: your only session)'})}
+  static flags = {perf: Flags.boolean({description: 'measure throughput, bandwidth and the VRAM cap against the plan'})}
+
+  async run(): Promise<VerifyResult | VerifyPerfResult> {
+    const {args, flags} = await this.parse(Verify)
     const {accessSession} = await import('./support/session-access.js')
     const {DockerRuntime} = await import('../container/runtime.js')
     const access = accessSession(args.name)
     const c = access.container
-    const ran = await new DockerRuntime().exec(c.id, ['python3', '/opt/gpu-cosplay/hooks/verify.py'], {user: c.user, workingDir: '/workspace'})
+    const argv = ['python3', `${HOOKS}/verify.py`, ...(flags.perf ? ['--perf'] : [])]
+    const showProgress = flags.perf && !this.jsonEnabled()
+    if (showProgress) ux.action.start(`Measuring in ${c.session} (up to 30 s on a GPU)`)
+    let ran
+    try {
+      ran = await new DockerRuntime().exec(c.id, argv, {user: c.user, workingDir: '/workspace'})
+    } catch (error) {
+      if (showProgress) ux.action.stop('failed')
+      throw error
+    }
+    if (showProgress) ux.action.stop('done')
+    if (flags.perf) {
+      const {verifyPerf} = await import('./support/verify-perf.js')
+      const result = await verifyPerf(access, ran)
+      if (!this.jsonEnabled()) this.log(renderVerifyPerf(result))
+      if (result.summary.FAIL > 0) process.exitCode = 1
+      return result
+    }
     let parsed: {checks: VerifyCheck[]; summary: VerifyResult['summary']}
     try {
       parsed = JSON.parse(ran.stdout)
@@ -43,5 +77,38 @@ export function renderVerify(r: VerifyResult): string {
   return [
     ...r.checks.map((c) => `${c.status.padEnd(4)}  ${c.name.padEnd(width)}  ${c.detail}`),
     `${r.summary.PASS} passed, ${r.summary.FAIL} failed, ${r.summary.SKIP} skipped (session ${r.session})`,
+  ].join('\n')
+}
+
+const AXIS_LABELS = {fp32: 'FP32 GEMM TFLOPS', bf16: 'BF16 GEMM TFLOPS', bandwidth: 'Copy GB/s (r+w)', vram: 'VRAM GiB usable'} as const
+
+export function renderVerifyPerf(r: VerifyPerfResult): string {
+  const rows = (Object.keys(AXIS_LABELS) as (keyof typeof AXIS_LABELS)[]).map((axis) => {
+    const a = r.axes[axis]
+    const d = axis === 'bandwidth' ? 0 : axis === 'vram' ? 2 : 1
+    // CPU GEMMs are a few hundredths of a TFLOPS: keep their digits
+    const measuredDigits = r.device.kind === 'cpu' && d === 1 ? 3 : d
+    return [AXIS_LABELS[axis], fixed(a.measured, measuredDigits), fixed(a.expectedPeak, d), fixed(a.expectedCalibrated, d), fixed(a.target, d), a.verdict]
+  })
+  const device = `${r.device.kind === 'cpu' ? 'CPU (no CUDA device): ' : ''}${r.device.name}${r.device.driver ? `, driver ${r.device.driver}` : ''}`
+  const s = r.samples.summary
+  const sampled = r.samples.count > 0 && s
+    ? `samples (${r.samples.count}, real values): SM clock ${s.smClockMHz ? `${s.smClockMHz.min}-${s.smClockMHz.max} MHz` : '-'}, power ${s.powerW ? `${s.powerW.min}-${s.powerW.max} W` : '-'}` +
+      `, throttle ${s.throttleReasons.length > 0 ? s.throttleReasons.join(', ') : 'none'}`
+    : `samples: none (${r.samples.reason ?? 'no nvidia-smi'})`
+  const cap = r.vramCap
+    ? `VRAM cap ${fixed(r.vramCap.capGiB, 2)} GiB: up to it ${r.vramCap.underCapOk ? 'works' : 'FAILS'}, 1 GiB more ${r.vramCap.overCapRefused ? 'is refused' : 'is ALLOWED'}` +
+      (r.vramCap.cupyRefused === null ? '' : `; CuPy ${r.vramCap.cupyRefused ? 'refuses' : 'ALLOWS'} it`) +
+      `; hard below the libraries: ${r.vramCap.hard === null ? 'unknown (no CuPy)' : r.vramCap.hard ? 'yes' : 'no (library-level cap)'}`
+    : null
+  return [
+    `session ${r.session} on ${device}`,
+    '',
+    formatTable(['AXIS', 'MEASURED', 'PEAK', 'CALIBRATED', 'TARGET', 'VERDICT'], rows),
+    '',
+    ...(cap ? [cap] : []),
+    sampled,
+    r.expectation.note,
+    `${r.summary.PASS} passed, ${r.summary.WARN} warned, ${r.summary.FAIL} failed, ${r.summary.SKIP} skipped`,
   ].join('\n')
 }

@@ -20,6 +20,8 @@ export const HOST_ENV = {
   catalogDir: 'GPU_COSPLAY_CATALOG_DIR',
   sudo: 'GPU_COSPLAY_SUDO',
   dockerHost: 'DOCKER_HOST',
+  /** the interpreter (with CUDA torch) that `calibrate` measures with; default python3 */
+  python: 'GPU_COSPLAY_PYTHON',
 } as const
 
 /** The contract with runtime-hooks/: what the container sees. Booleans are "1"/"0"; VRAM figures are binary. */

@@ -131,6 +131,44 @@ describe('the costume with real torch', () => {
     expect(verify.json.summary.FAIL).toBe(0)
     expect(world.json(['down', world.id]).exitCode).toBe(0)
   })
+
+  it('verify --perf measures with CPU torch in the session, labelled CPU, held to the stored plan', () => {
+    const built = world.json(['build', '--base', BASE_IMAGE])
+    docker(
+      ['build', '-q', '-t', TORCH_IMAGE, '-'],
+      `FROM ${built.json.tag}\nRUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-torch && rm -rf /var/lib/apt/lists/*\n`,
+    )
+    const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--image', TORCH_IMAGE])
+    expect(up.exitCode).toBe(0)
+    const perf = world.json(['verify', world.id, '--perf'])
+    expect(perf.exitCode).toBe(0)
+    const r = perf.json
+    expect(r.session).toBe(world.id)
+    expect(r.device).toEqual({name: expect.any(String), kind: 'cpu', driver: null})
+    expect(Object.keys(r.axes)).toEqual(['fp32', 'bf16', 'bandwidth', 'vram'])
+    for (const axis of ['fp32', 'bf16', 'bandwidth', 'vram']) {
+      expect(Object.keys(r.axes[axis]).sort()).toEqual(['expectedCalibrated', 'expectedPeak', 'measured', 'target', 'unit', 'verdict'])
+      expect(r.axes[axis].verdict).toBe('SKIP')
+      expect(r.axes[axis].expectedCalibrated).toBeNull()
+    }
+    for (const axis of ['fp32', 'bf16', 'bandwidth']) expect(r.axes[axis].measured).toBeGreaterThan(0)
+    // the expectations come from the plan `up` stored, the target from the catalog
+    expect(r.axes.fp32.expectedPeak).toBe(up.json.plan.expected.fp32Tflops)
+    expect(r.axes.bandwidth.expectedPeak).toBe(up.json.plan.expected.bandwidthGBs)
+    expect(r.axes.vram).toMatchObject({measured: null, expectedPeak: 24, target: 24})
+    expect(r.axes.fp32.target).toBeCloseTo(35.58, 2)
+    expect(r.expectation.basis).toBe('peak')
+    expect(r.calibration).toBeNull()
+    expect(r.summary).toEqual({PASS: 0, WARN: 0, FAIL: 0, SKIP: 4})
+    // sampled through the shim with its rewrite passed through: the simulated GPU's own power limit
+    expect(r.samples.source).toBe('nvidia-smi')
+    expect(r.samples.count).toBeGreaterThan(0)
+    expect(r.samples.rows[0].powerLimitW).toBe(JSON.parse(world.smi(['--sim-dump'])).gpus[0].power_limit)
+    const text = world.cli(['verify', world.id, '--perf'])
+    expect(text.exitCode).toBe(0)
+    expect(text.stdout).toContain('CPU (no CUDA device)')
+    expect(world.json(['down', world.id]).exitCode).toBe(0)
+  })
 })
 
 describe('failures', () => {

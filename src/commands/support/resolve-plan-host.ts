@@ -6,6 +6,7 @@ import {HostError} from '../../core/errors.js'
 import {pickGpu} from '../../host/pick-gpu.js'
 import {probeHost} from '../../host/probe.js'
 import type {Smi} from '../../host/smi.js'
+import type {HostProbe} from '../../host/types.js'
 import {planCosplay} from '../../plan/plan-cosplay.js'
 import {hostModelFor, planHostFromModel, planHostFromProbe} from '../../plan/plan-host.js'
 import type {GpuWideRequest, Objective, Plan, PlanHost} from '../../plan/types.js'
@@ -24,13 +25,14 @@ export type PlanRequest = GpuWideRequest & {
  * `up` with the same arguments would do: the probed GPU (default 0), the GPU-wide values other sessions
  * hold (read from the state directory without a lock, creating nothing), and the same refusals.
  */
-export async function planFor(catalog: Catalog, target: Target, request: PlanRequest, smi: () => Smi): Promise<{plan: Plan; host: PlanHost}> {
+export async function planFor(catalog: Catalog, target: Target, request: PlanRequest, smi: () => Smi): Promise<{plan: Plan; host: PlanHost; probe: HostProbe | null}> {
   if (request.on !== undefined) {
     // A model stands for a host with a current driver, which ships the MPS control binary.
     const host = planHostFromModel(resolveHostModel(catalog, request.on), {mpsAvailable: request.mpsAvailable ?? true})
-    return {plan: planCosplay(target, host, request.objective, {}, request), host}
+    return {plan: planCosplay(target, host, request.objective, {}, request), host, probe: null}
   }
-  const gpu = pickGpu(await probeOrExplain(smi()), request.hostGpu ?? 0)
+  const probe = await probeOrExplain(smi())
+  const gpu = pickGpu(probe, request.hostGpu ?? 0)
   const {findMpsControl} = await import('../../host/mps.js')
   const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu), {mpsAvailable: request.mpsAvailable ?? findMpsControl(process.env) !== null})
   const [{findStateDir}, {bookPath, readBook}, {heldSettings}, {planOnGpu}] = await Promise.all([
@@ -41,10 +43,10 @@ export async function planFor(catalog: Catalog, target: Target, request: PlanReq
   ])
   const stateDir = findStateDir(process.env, homedir())
   const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
-  return {plan: planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request), host}
+  return {plan: planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request), host, probe}
 }
 
-async function probeOrExplain(smi: Smi) {
+async function probeOrExplain(smi: Smi): Promise<HostProbe> {
   try {
     return await probeHost(smi)
   } catch (error) {

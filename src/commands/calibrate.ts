@@ -1,0 +1,69 @@
+import {Flags, ux} from '@oclif/core'
+
+import type {Calibration} from '../host/calibration-file.js'
+import {BaseCommand} from './support/base-command.js'
+import {fixed, formatTable} from './support/format-table.js'
+
+export type CalibrateResult = Calibration & {
+  /** where it was stored */
+  file: string
+  index: number
+  /** axes whose measurement failed, with why (their fraction is null, so plan uses the peak for them) */
+  errors: Record<string, string>
+  elapsedS: number
+}
+
+export default class Calibrate extends BaseCommand {
+  static summary = 'Measure what a host GPU really reaches, so that plan and verify --perf expect achievable figures'
+  static description = `Runs the same measurement as verify --perf (FP32 and BF16 GEMM, copy bandwidth; torch with CUDA events) on
+one whole host GPU with the host's python3 (GPU_COSPLAY_PYTHON overrides; it needs torch built for CUDA), and
+stores the achieved fraction of the datasheet peak per axis for that GPU model and driver in the state
+directory (calibrations/<model>-<driver>.json, replacing that model's files from other drivers). plan then
+shows "achievable" next to the peak, and verify --perf holds sessions to it.
+Changes nothing on the GPU. Refuses a GPU with MIG mode on or with sessions on it; fails without a CUDA GPU.`
+  static examples = ['<%= config.bin %> calibrate', '<%= config.bin %> calibrate --host-gpu 1 --json']
+  static flags = {
+    'host-gpu': Flags.integer({description: 'index of the host GPU to measure (default 0)', min: 0}),
+  }
+
+  async run(): Promise<CalibrateResult> {
+    const {flags} = await this.parse(Calibrate)
+    const index = flags['host-gpu'] ?? 0
+    const {calibrateHost} = await import('./support/calibrate-host.js')
+    const quiet = this.jsonEnabled()
+    if (!quiet) ux.action.start(`Measuring GPU ${index} (about 10-30 s)`)
+    let result: CalibrateResult
+    try {
+      result = await calibrateHost(index, new Date())
+    } catch (error) {
+      if (!quiet) ux.action.stop('failed')
+      throw error
+    }
+    if (!quiet) {
+      ux.action.stop('done')
+      this.log(renderCalibrate(result))
+    }
+    return result
+  }
+}
+
+export function renderCalibrate(r: CalibrateResult): string {
+  const pct = (v: number | null) => (v === null ? '-' : `${(v * 100).toFixed(1)}%`)
+  const rows = [
+    ['FP32 GEMM TFLOPS (TF32 off)', fixed(r.measured.fp32Tflops), fixed(r.peak.fp32Tflops), pct(r.fractions.fp32)],
+    ['BF16 GEMM TFLOPS', fixed(r.measured.bf16Tflops), fixed(r.peak.bf16Tflops), pct(r.fractions.bf16)],
+    ['Copy GB/s (read + write)', fixed(r.measured.bandwidthGBs, 0), fixed(r.peak.bandwidthGBs, 0), pct(r.fractions.bandwidth)],
+  ]
+  const clock = r.samples.smClockMHz ? `SM clock ${r.samples.smClockMHz.min}-${r.samples.smClockMHz.max} MHz` : 'no clock samples'
+  const power = r.samples.powerW ? `, power ${r.samples.powerW.min}-${r.samples.powerW.max} W` : ''
+  const throttle = r.samples.throttleReasons.length > 0 ? `, throttle: ${r.samples.throttleReasons.join(', ')}` : ''
+  return [
+    `GPU ${r.index}: ${r.gpu.name} (model ${r.gpu.model}), driver ${r.driver}, torch ${r.torch ?? '?'}, ${r.elapsedS} s`,
+    '',
+    formatTable(['AXIS', 'MEASURED', 'PEAK', 'ACHIEVED'], rows),
+    '',
+    `${clock}${power}${throttle}`,
+    ...Object.entries(r.errors).map(([axis, why]) => `! ${axis} failed: ${why}`),
+    `stored in ${r.file}`,
+  ].join('\n')
+}

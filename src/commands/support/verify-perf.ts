@@ -1,0 +1,47 @@
+/**
+ * The host side of `verify --perf`: reads what verify.py --perf measured in the session, and holds it to the
+ * session's plan (from the GPU book), this GPU model's calibration and the target's catalog entry.
+ */
+import {listSessions} from '../../apply/book-store.js'
+import {ContainerError, StateError} from '../../core/errors.js'
+import {readCalibration} from '../../host/calibration-file.js'
+import {parsePerfOutput} from '../../host/perf-measurement.js'
+import {expectationsFromPlan, PERF_AXES, perfReport} from '../../plan/perf-verdict.js'
+import type {VerifyPerfResult} from '../verify.js'
+import {currentCatalog} from './context.js'
+import type {SessionAccess} from './session-access.js'
+
+export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; stdout: string; stderr: string}): Promise<VerifyPerfResult> {
+  const c = access.container
+  const output = parsePerfOutput(ran.stdout)
+  if (output === null) {
+    const isOldImage = /"checks"\s*:/.test(ran.stdout)
+    const last = (ran.stderr || ran.stdout).trim().split('\n').pop() ?? ''
+    throw new ContainerError(
+      isOldImage ? 'PERF_UNSUPPORTED_IMAGE' : 'VERIFY_FAILED',
+      isOldImage ? `the hooks in ${c.name} predate verify --perf` : `verify.py --perf in ${c.name} printed no measurement (exit ${ran.exitCode}): ${last}`,
+      {fix: isOldImage ? ['rebuild the image (gpu-cosplay build), then bring the session up again'] : [`look inside: gpu-cosplay ssh ${c.session}`]},
+    )
+  }
+  if (output.kind === 'refused') {
+    throw new ContainerError(output.code === 'NO_TORCH' ? 'PERF_NO_TORCH' : 'VERIFY_FAILED', `${c.name}: ${output.message}`, {
+      fix: ['install torch in the image (e.g. pip install torch), or use an image that has it: gpu-cosplay up --image'],
+    })
+  }
+  const located = listSessions(access.stateDir).find((l) => l.session.name === c.session)
+  if (!located) throw new StateError('UNKNOWN_SESSION', `session ${c.session} is no longer recorded`, {fix: ['see them: gpu-cosplay ps']})
+  const expectations = expectationsFromPlan(c.session, located.session.plan)
+  const m = output.measurement
+  // CPU figures say nothing about the GPU, so no calibration applies to them
+  const found = m.device.kind === 'cuda' && m.device.driver ? readCalibration(access.stateDir, expectations.hostModel, m.device.driver) : null
+  const target = (await currentCatalog()).targets.find((t) => t.key === expectations.targetKey)
+  const report = perfReport(m, expectations, found?.calibration.fractions ?? null, target?.achievedFraction)
+  const summary = {PASS: 0, WARN: 0, FAIL: 0, SKIP: 0}
+  for (const axis of PERF_AXES) summary[report.axes[axis].verdict] += 1
+  return {
+    session: c.session,
+    ...report,
+    calibration: found ? {file: found.file, driver: found.calibration.driver, measuredAt: found.calibration.measuredAt} : null,
+    summary,
+  }
+}

@@ -1,0 +1,132 @@
+import fs from 'node:fs'
+import path from 'node:path'
+
+import {z} from 'zod'
+
+import {StateError} from '../core/errors.js'
+
+/**
+ * What `gpu-cosplay calibrate` learnt about this host: the fraction of the datasheet peak each axis really
+ * reaches, per GPU model and driver (a driver update changes cuBLAS and clocks, so it voids the figures).
+ * One file per model and driver: <state>/calibrations/<model>-<driver>.json. plan/ receives the parsed value.
+ */
+const tflops = z.number().positive()
+const fraction = z.number().positive().max(2)
+const axisFigures = <T extends z.ZodType>(value: T) => z.strictObject({fp32Tflops: value, bf16Tflops: value, bandwidthGBs: value})
+
+export const calibrationSchema = z.strictObject({
+  version: z.literal(1),
+  gpu: z.strictObject({model: z.string().min(1), name: z.string().min(1), uuid: z.string().min(1)}),
+  driver: z.string().min(1),
+  measuredAt: z.string().min(1),
+  torch: z.string().nullable(),
+  /** what the run achieved (TFLOPS, GB/s counting read + write); null where that axis failed */
+  measured: axisFigures(tflops.nullable()),
+  /** datasheet arithmetic for the whole GPU at its maximum clock, as plan computes it */
+  peak: axisFigures(tflops),
+  /** measured / peak; null where that axis failed (plan then uses the peak for it) */
+  fractions: z.strictObject({fp32: fraction.nullable(), bf16: fraction.nullable(), bandwidth: fraction.nullable()}),
+  samples: z.strictObject({
+    smClockMHz: z.strictObject({min: z.number(), median: z.number(), max: z.number()}).nullable(),
+    powerW: z.strictObject({min: z.number(), median: z.number(), max: z.number()}).nullable(),
+    throttleReasons: z.array(z.string()),
+  }),
+})
+export type Calibration = z.infer<typeof calibrationSchema>
+export type CalibrationFractions = Calibration['fractions']
+
+export function calibrationDir(stateDir: string): string {
+  return path.join(stateDir, 'calibrations')
+}
+
+export function calibrationFile(stateDir: string, model: string, driver: string): string {
+  return path.join(calibrationDir(stateDir), `${safe(model)}-${safe(driver)}.json`)
+}
+
+/**
+ * The calibration for this GPU model under this driver, or null when there is none. A damaged file, or one
+ * taken under another driver, is refused: its figures would silently be wrong.
+ */
+export function readCalibration(stateDir: string, model: string, driver: string): {file: string; calibration: Calibration} | null {
+  const file = calibrationFile(stateDir, model, driver)
+  const text = readIfExists(file)
+  if (text === null) {
+    const other = otherDriverFiles(stateDir, model, driver)[0]
+    if (other) throw stale(other, `was taken under another driver than this host's ${driver}`)
+    return null
+  }
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (error) {
+    throw invalid(file, text.trim() === '' ? 'empty' : 'not valid JSON', error)
+  }
+  const parsed = calibrationSchema.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw invalid(file, `field "${issue.path.join('.')}": ${issue.message}`, parsed.error)
+  }
+  if (parsed.data.driver !== driver) throw stale(file, `records driver ${parsed.data.driver}, this host runs ${driver}`)
+  if (parsed.data.gpu.model !== model) throw stale(file, `is for ${parsed.data.gpu.model}, not ${model}`)
+  return {file, calibration: parsed.data}
+}
+
+/** Writes atomically and removes this model's calibrations from other drivers, which no longer apply. */
+export function writeCalibration(stateDir: string, calibration: Calibration): string {
+  const dir = calibrationDir(stateDir)
+  if (!fs.existsSync(dir)) {
+    fs.mkdirSync(dir, {recursive: true})
+    // shared like the rest of the state directory: any user may recalibrate after a driver update
+    fs.chmodSync(dir, 0o777)
+  }
+  const file = calibrationFile(stateDir, calibration.gpu.model, calibration.driver)
+  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.tmp`)
+  fs.writeFileSync(tmp, `${JSON.stringify(calibrationSchema.parse(calibration), null, 1)}\n`, {mode: 0o666})
+  fs.chmodSync(tmp, 0o666)
+  fs.renameSync(tmp, file)
+  for (const old of otherDriverFiles(stateDir, calibration.gpu.model, calibration.driver)) fs.rmSync(old, {force: true})
+  return file
+}
+
+function otherDriverFiles(stateDir: string, model: string, driver: string): string[] {
+  const dir = calibrationDir(stateDir)
+  const mine = path.basename(calibrationFile(stateDir, model, driver))
+  let names: string[]
+  try {
+    names = fs.readdirSync(dir)
+  } catch {
+    return []
+  }
+  // model keys are lower_snake_case and drivers start with a digit, so "<model>-<digit>" cannot match a longer key
+  const prefix = `${safe(model)}-`
+  return names
+    .filter((n) => n.startsWith(prefix) && /^\d/.test(n.slice(prefix.length)) && n.endsWith('.json') && n !== mine)
+    .sort()
+    .map((n) => path.join(dir, n))
+}
+
+function safe(part: string): string {
+  return part.replace(/[^A-Za-z0-9._]/g, '_')
+}
+
+function readIfExists(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+}
+
+function invalid(file: string, why: string, cause: unknown): StateError {
+  return new StateError('CALIBRATION_INVALID', `calibration file ${file} is unusable: ${why}`, {
+    cause,
+    fix: ['measure again: gpu-cosplay calibrate --host-gpu N', `or remove it: rm ${file}`],
+  })
+}
+
+function stale(file: string, why: string): StateError {
+  return new StateError('CALIBRATION_STALE', `calibration file ${file} ${why}`, {
+    fix: ['measure again under this driver: gpu-cosplay calibrate --host-gpu N', `or remove it: rm ${file}`],
+  })
+}

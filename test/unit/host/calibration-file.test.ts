@@ -1,0 +1,75 @@
+import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import {type Calibration, calibrationFile, readCalibration, writeCalibration} from '../../../src/host/calibration-file.js'
+import {thrown} from '../support/thrown.js'
+
+const CALIBRATION: Calibration = {
+  version: 1,
+  gpu: {model: 'h200_sxm', name: 'NVIDIA H200', uuid: 'GPU-cb3dfa52'},
+  driver: '550.90.12',
+  measuredAt: '2026-11-23T12:00:00.000Z',
+  torch: '2.5.1',
+  measured: {fp32Tflops: 52, bf16Tflops: 790, bandwidthGBs: 4300},
+  peak: {fp32Tflops: 66.91, bf16Tflops: 989.4, bandwidthGBs: 4800},
+  fractions: {fp32: 0.7772, bf16: 0.7985, bandwidth: 0.8958},
+  samples: {smClockMHz: {min: 1755, median: 1980, max: 1980}, powerW: null, throttleReasons: ['sw_power_cap']},
+}
+
+let stateDir: string
+beforeEach(() => {
+  stateDir = mkdtempSync(join(tmpdir(), 'gpu-cosplay-calibration-'))
+})
+afterEach(() => rmSync(stateDir, {recursive: true, force: true}))
+
+describe('calibration files', () => {
+  it('round-trips under <state>/calibrations/<model>-<driver>.json', () => {
+    const file = writeCalibration(stateDir, CALIBRATION)
+    expect(file).toBe(join(stateDir, 'calibrations', 'h200_sxm-550.90.12.json'))
+    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12')).toEqual({file, calibration: CALIBRATION})
+  })
+
+  it('finds nothing when the model was never calibrated', () => {
+    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12')).toBeNull()
+    writeCalibration(stateDir, CALIBRATION)
+    expect(readCalibration(stateDir, 'h100_sxm', '550.90.12')).toBeNull()
+  })
+
+  it('refuses one taken under another driver, and recalibrating replaces it', () => {
+    writeCalibration(stateDir, CALIBRATION)
+    const error = thrown(() => readCalibration(stateDir, 'h200_sxm', '560.35.03'))
+    expect([error.code, error.exit]).toEqual(['CALIBRATION_STALE', 3])
+    expect(error.message).toContain('h200_sxm-550.90.12.json')
+    writeCalibration(stateDir, {...CALIBRATION, driver: '560.35.03'})
+    expect(readdirSync(join(stateDir, 'calibrations'))).toEqual(['h200_sxm-560.35.03.json'])
+    expect(readCalibration(stateDir, 'h200_sxm', '560.35.03')?.calibration.driver).toBe('560.35.03')
+  })
+
+  it('refuses a file whose recorded driver is not the one its name says', () => {
+    mkdirSync(join(stateDir, 'calibrations'))
+    writeFileSync(calibrationFile(stateDir, 'h200_sxm', '560.35.03'), JSON.stringify(CALIBRATION))
+    expect(thrown(() => readCalibration(stateDir, 'h200_sxm', '560.35.03')).code).toBe('CALIBRATION_STALE')
+  })
+
+  it.each([
+    ['not JSON', '{"version": 1,'],
+    ['empty', ''],
+    ['an unknown key', JSON.stringify({...CALIBRATION, extra: 1})],
+    ['a missing key', JSON.stringify({...CALIBRATION, driver: undefined})],
+    ['another version', JSON.stringify({...CALIBRATION, version: 2})],
+    ['a negative fraction', JSON.stringify({...CALIBRATION, fractions: {...CALIBRATION.fractions, bf16: -1}})],
+  ])('refuses a file with %s, naming it', (_, text) => {
+    mkdirSync(join(stateDir, 'calibrations'))
+    const file = calibrationFile(stateDir, 'h200_sxm', '550.90.12')
+    writeFileSync(file, text)
+    const error = thrown(() => readCalibration(stateDir, 'h200_sxm', '550.90.12'))
+    expect([error.code, error.exit]).toEqual(['CALIBRATION_INVALID', 3])
+    expect(error.message).toContain(file)
+  })
+
+  it('does not take a longer model key for this one', () => {
+    writeCalibration(stateDir, {...CALIBRATION, gpu: {...CALIBRATION.gpu, model: 'h200_sxm_nvl'}, driver: '1.0'})
+    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12')).toBeNull()
+  })
+})

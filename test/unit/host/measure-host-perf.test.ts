@@ -1,0 +1,62 @@
+import {describe, expect, it} from '@jest/globals'
+
+import {CosplayError} from '../../../src/core/errors.js'
+import type {ExecOptions, ExecResult, Executor} from '../../../src/core/executor.js'
+import {measureHostPerf} from '../../../src/host/measure-host-perf.js'
+
+class ScriptedExecutor implements Executor {
+  readonly seen: {argv: string[]; options?: ExecOptions}[] = []
+  constructor(private readonly answer: Partial<ExecResult> | Error) {}
+  async run(argv: readonly string[], options?: ExecOptions): Promise<ExecResult> {
+    this.seen.push({argv: [...argv], options})
+    if (this.answer instanceof Error) throw this.answer
+    return {exitCode: 0, stdout: '', stderr: '', timedOut: false, ...this.answer}
+  }
+}
+
+const OPTIONS = {python: 'python3', script: '/opt/x/gpu_cosplay_perf.py', gpuIndex: 1, gpuUuid: 'GPU-abc'}
+const measurement = (kind: 'cuda' | 'cpu') =>
+  JSON.stringify({
+    schema: 1,
+    device: {name: 'NVIDIA H100 80GB HBM3', kind, driver: '550.90.12'},
+    axes: {
+      fp32: {measured: 51, unit: 'TFLOPS'},
+      bf16: {measured: 780, unit: 'TFLOPS'},
+      bandwidth: {measured: 3000, unit: 'GB/s'},
+      vram: {measured: null, unit: 'GiB', skipped: 'not asked (--no-vram)'},
+    },
+    samples: {source: null, count: 0, rows: []},
+    elapsedS: 8,
+  })
+
+async function failure(executor: Executor): Promise<CosplayError> {
+  try {
+    await measureHostPerf(executor, OPTIONS)
+  } catch (error) {
+    if (error instanceof CosplayError) return error
+    throw error
+  }
+  throw new Error('expected a CosplayError')
+}
+
+describe('measureHostPerf', () => {
+  it('runs the script on the GPU named by UUID, without the VRAM probe', async () => {
+    const executor = new ScriptedExecutor({stdout: measurement('cuda')})
+    const m = await measureHostPerf(executor, OPTIONS)
+    expect(m.axes.bf16.measured).toBe(780)
+    expect(executor.seen[0].argv).toEqual(['python3', '/opt/x/gpu_cosplay_perf.py', '--device', 'cuda', '--no-vram', '--smi-id', 'GPU-abc'])
+    expect(executor.seen[0].options?.env).toEqual({CUDA_VISIBLE_DEVICES: 'GPU-abc'})
+  })
+
+  it.each([
+    ['a missing interpreter', new Error('spawn python3 ENOENT'), 'PYTHON_NOT_FOUND'],
+    ['a run past the time limit', {timedOut: true, exitCode: 124}, 'PERF_TIMEOUT'],
+    ['no torch', {exitCode: 3, stdout: '{"error": {"code": "NO_TORCH", "message": "torch is not importable"}}'}, 'PERF_NO_TORCH'],
+    ['no CUDA', {exitCode: 3, stdout: '{"error": {"code": "NO_CUDA", "message": "no CUDA device"}}'}, 'CALIBRATE_NO_CUDA'],
+    ['a CPU result', {stdout: measurement('cpu')}, 'CALIBRATE_NO_CUDA'],
+    ['a crash', {exitCode: 1, stderr: 'Traceback\nRuntimeError: CUDA error'}, 'PERF_MEASURE_FAILED'],
+  ])('turns %s into one error', async (_, answer, code) => {
+    const error = await failure(new ScriptedExecutor(answer as Partial<ExecResult> | Error))
+    expect([error.code, error.exit]).toEqual([code, 3])
+  })
+})

@@ -1,0 +1,146 @@
+import type {PerfMeasurement} from '../../../src/host/perf-measurement.js'
+import {planCosplay} from '../../../src/plan/plan-cosplay.js'
+import {planHostFromModel} from '../../../src/plan/plan-host.js'
+import {bandVerdict, expectationsFromPlan, PERF_AXES, perfReport, type PerfExpectations} from '../../../src/plan/perf-verdict.js'
+import {thrown} from '../support/thrown.js'
+import {hostModel, target} from './catalog-for-tests.js'
+
+const EXPECTATIONS: PerfExpectations = {
+  hostModel: 'h200_sxm',
+  targetKey: 'rtx_3090',
+  peak: {fp32Tflops: 20, bf16Tflops: 300, bandwidthGBs: 1200, vramGiB: 24},
+  target: {fp32Tflops: 35.58, bf16Tflops: 71.2, bandwidthGBs: 936, vramGB: 24},
+}
+
+function measurement(over: {kind?: 'cuda' | 'cpu'; fp32?: number | null; bf16?: number | null; bandwidth?: number | null; vram?: Record<string, unknown>} = {}): PerfMeasurement {
+  const kind = over.kind ?? 'cuda'
+  const axis = (v: number | null | undefined, fallback: number, unit: string) => ({measured: v === undefined ? fallback : v, unit, ...(v === null ? {error: 'RuntimeError: boom'} : {})})
+  return {
+    schema: 1,
+    device: {name: kind === 'cuda' ? 'NVIDIA GeForce RTX 3090' : 'AMD EPYC', kind, driver: kind === 'cuda' ? '550.90.12' : null},
+    axes: {
+      fp32: axis(over.fp32, 20, 'TFLOPS'),
+      bf16: axis(over.bf16, 300, 'TFLOPS'),
+      bandwidth: axis(over.bandwidth, 1200, 'GB/s'),
+      vram: over.vram
+        ? {measured: 23.8, unit: 'GiB', ...over.vram}
+        : kind === 'cpu'
+          ? {measured: null, unit: 'GiB', skipped: 'CPU run'}
+          : {measured: 23.875, unit: 'GiB', capGiB: 24, underCapOk: true, overCapRefused: true, hard: null},
+    },
+    samples: {source: null, count: 0, rows: []},
+    elapsedS: 3,
+  } as PerfMeasurement
+}
+
+describe('verdict bands', () => {
+  it.each([
+    [100, 100, 'PASS'],
+    [90, 100, 'PASS'], // exactly 10% under
+    [110, 100, 'PASS'], // and over: too fast imitates badly too
+    [89.9, 100, 'WARN'],
+    [75, 100, 'WARN'],
+    [125, 100, 'WARN'],
+    [74.9, 100, 'FAIL'],
+    [130, 100, 'FAIL'],
+    [0, 100, 'FAIL'],
+    [5, 0, 'FAIL'],
+  ])('%d measured against %d expected: %s', (measured, expected, verdict) => {
+    expect(bandVerdict(measured, expected)).toBe(verdict)
+  })
+})
+
+describe('perfReport', () => {
+  it('gives each axis exactly measured, unit, expectedPeak, expectedCalibrated, target and verdict', () => {
+    const r = perfReport(measurement(), EXPECTATIONS, null)
+    expect(Object.keys(r).sort()).toEqual(['axes', 'device', 'expectation', 'samples', 'vramCap'])
+    expect(Object.keys(r.axes)).toEqual([...PERF_AXES])
+    for (const axis of PERF_AXES) {
+      expect(Object.keys(r.axes[axis]).sort()).toEqual(['expectedCalibrated', 'expectedPeak', 'measured', 'target', 'unit', 'verdict'])
+    }
+    expect(r.device).toEqual({name: 'NVIDIA GeForce RTX 3090', kind: 'cuda', driver: '550.90.12'})
+  })
+
+  it('without a calibration holds each axis to the peak', () => {
+    const r = perfReport(measurement({bf16: 240, bandwidth: 1080}), EXPECTATIONS, null)
+    expect(r.expectation.basis).toBe('peak')
+    expect(r.axes.bf16).toEqual({measured: 240, unit: 'TFLOPS', expectedPeak: 300, expectedCalibrated: null, target: 71.2, verdict: 'WARN'})
+    expect(r.axes.bandwidth.verdict).toBe('PASS')
+    expect(r.axes.fp32.verdict).toBe('PASS')
+  })
+
+  it('with a calibration holds each axis to peak x fraction', () => {
+    const r = perfReport(measurement({fp32: 15.6, bf16: 240, bandwidth: 1080}), EXPECTATIONS, {fp32: 0.78, bf16: 0.8, bandwidth: 0.9})
+    expect(r.expectation.basis).toBe('calibrated')
+    expect(r.axes.fp32).toMatchObject({expectedPeak: 20, expectedCalibrated: 15.6, verdict: 'PASS'})
+    expect(r.axes.bf16).toMatchObject({expectedCalibrated: 240, verdict: 'PASS'})
+    expect(r.axes.bandwidth).toMatchObject({expectedCalibrated: 1080, verdict: 'PASS'})
+    // a null fraction (that axis failed during calibrate) falls back to the peak
+    expect(perfReport(measurement({bf16: 240}), EXPECTATIONS, {fp32: 0.78, bf16: null, bandwidth: 0.9}).axes.bf16).toMatchObject({expectedCalibrated: null, verdict: 'WARN'})
+  })
+
+  it('fails an axis whose measurement failed, and one far off', () => {
+    const r = perfReport(measurement({fp32: null, bf16: 100}), EXPECTATIONS, null)
+    expect(r.axes.fp32.verdict).toBe('FAIL')
+    expect(r.axes.bf16.verdict).toBe('FAIL')
+  })
+
+  it('compares the target like with like: its achieved figure only when this host is calibrated', () => {
+    const fraction = {fp32: 0.66, source: 'test'}
+    expect(perfReport(measurement(), EXPECTATIONS, null, fraction).axes.fp32.target).toBe(35.58)
+    const calibrated = perfReport(measurement(), EXPECTATIONS, {fp32: 0.78, bf16: 0.8, bandwidth: 0.9}, fraction)
+    expect(calibrated.axes.fp32.target).toBeCloseTo(23.48, 2)
+    expect(calibrated.expectation.targetAchieved).toEqual(['fp32'])
+    expect(calibrated.axes.bf16.target).toBe(71.2)
+  })
+
+  describe('the VRAM cap', () => {
+    it('passes when up to the cap works and one GiB more is refused', () => {
+      const r = perfReport(measurement(), EXPECTATIONS, null)
+      expect(r.axes.vram).toMatchObject({measured: 23.875, unit: 'GiB', expectedPeak: 24, target: 24, verdict: 'PASS'})
+      expect(r.vramCap).toEqual({capGiB: 24, underCapOk: true, overCapRefused: true, cupyRefused: null, hard: null})
+    })
+
+    it('reports what CuPy saw: its own limit, and whether the cap is hard', () => {
+      const cupy = {installed: true, libraryRefused: true, rawRefused: false}
+      const r = perfReport(measurement({vram: {measured: 23.875, capGiB: 24, underCapOk: true, overCapRefused: true, hard: false, cupy}}), EXPECTATIONS, null)
+      expect(r.vramCap).toMatchObject({cupyRefused: true, hard: false})
+      expect(r.axes.vram.verdict).toBe('PASS')
+    })
+
+    it('fails when allocating past the cap succeeds', () => {
+      expect(perfReport(measurement({vram: {overCapRefused: false, underCapOk: true}}), EXPECTATIONS, null).axes.vram.verdict).toBe('FAIL')
+    })
+
+    it('judges a cap that gives less than promised by how much less', () => {
+      expect(perfReport(measurement({vram: {measured: 18, overCapRefused: true, underCapOk: false}}), EXPECTATIONS, null).axes.vram.verdict).toBe('WARN')
+      expect(perfReport(measurement({vram: {measured: null, overCapRefused: true, underCapOk: false}}), EXPECTATIONS, null).axes.vram.verdict).toBe('FAIL')
+    })
+  })
+
+  it('labels a CPU run and skips every verdict (its figures say nothing about the GPU)', () => {
+    const r = perfReport(measurement({kind: 'cpu', fp32: 0.007, bf16: 0.3, bandwidth: 40}), EXPECTATIONS, {fp32: 0.78, bf16: 0.8, bandwidth: 0.9})
+    expect(r.device.kind).toBe('cpu')
+    expect(PERF_AXES.map((a) => r.axes[a].verdict)).toEqual(['SKIP', 'SKIP', 'SKIP', 'SKIP'])
+    expect(r.axes.fp32.measured).toBe(0.007)
+    expect(r.vramCap).toBeNull()
+  })
+})
+
+describe('expectationsFromPlan', () => {
+  it('reads what a stored plan promised', () => {
+    const plan = planCosplay(target('3090'), planHostFromModel(hostModel('h200')))
+    const e = expectationsFromPlan('s', plan as unknown as Record<string, unknown>)
+    expect(e).toEqual({
+      hostModel: 'h200_sxm',
+      targetKey: 'rtx_3090',
+      peak: {fp32Tflops: plan.expected.fp32Tflops, bf16Tflops: plan.expected.bf16Tflops, bandwidthGBs: plan.expected.bandwidthGBs, vramGiB: 24},
+      target: {fp32Tflops: plan.target.fp32Tflops, bf16Tflops: plan.target.bf16Tflops, bandwidthGBs: plan.target.bandwidthGBs, vramGB: 24},
+    })
+  })
+
+  it('refuses a record without a usable plan', () => {
+    const error = thrown(() => expectationsFromPlan('s', {target: {key: 'x'}}))
+    expect([error.code, error.exit]).toEqual(['SESSION_PLAN_UNREADABLE', 3])
+  })
+})
