@@ -17,9 +17,6 @@ import {connectHost} from './connect-host.js'
 
 const debug = createDebug(DEBUG_NS.container)
 
-/** Test-only: `GPU_COSPLAY_TEST_PAUSE_AFTER_STEP=start-container` sleeps after the container started, before the step is recorded done (the crash tests kill -9 there). */
-export const TEST_PAUSE_ENV = 'GPU_COSPLAY_TEST_PAUSE_AFTER_STEP'
-
 export type StartContainerParams = {
   readonly spec: ContainerSpec
   /** how the session commands reach it, stored typed in the session record once it runs */
@@ -47,10 +44,6 @@ export function startContainerStep(runtime: RuntimeFactory): StepImpl {
       const started = await (await runtime()).createAndStart(spec)
       const sshHost = started.sshPort === null ? null : connectHost(started.sshBindAddress ?? spec.sshBindAddress ?? null)
       ctx.session.container = {id: started.id, name: started.name, image: spec.image, sshPort: started.sshPort, sshHost, ...access}
-      if (process.env[TEST_PAUSE_ENV] === 'start-container') {
-        debug('test pause after start-container (%s)', TEST_PAUSE_ENV)
-        await new Promise((resolve) => setTimeout(resolve, 60_000))
-      }
       return {id: started.id, name: started.name, sshPort: started.sshPort, sshBindAddress: started.sshBindAddress}
     },
 
