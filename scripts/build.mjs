@@ -5,7 +5,11 @@ import {rmSync, writeFileSync} from 'node:fs'
 
 rmSync('dist', {recursive: true, force: true})
 await build({
-  entryPoints: {cli: 'src/cli.ts', 'compile-catalog': 'src/catalog/compile-catalog.ts'},
+  entryPoints: {
+    cli: 'src/cli.ts',
+    'command-not-found': 'src/commands/support/command-not-found.ts',
+    'compile-catalog': 'src/catalog/compile-catalog.ts',
+  },
   outdir: 'dist',
   bundle: true,
   splitting: true,

@@ -6,6 +6,7 @@ import Build from './commands/build.js'
 import Doctor from './commands/doctor.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
+import Help from './commands/help.js'
 import Info from './commands/info.js'
 import Ls from './commands/ls.js'
 import Plan from './commands/plan.js'
@@ -18,12 +19,14 @@ import SshConfig from './commands/ssh-config.js'
 import Status from './commands/status.js'
 import Up from './commands/up.js'
 import Verify from './commands/verify.js'
+import Version from './commands/version.js'
 
 export const COMMANDS = {
   build: Build,
   doctor: Doctor,
   down: Down,
   exec: Exec,
+  help: Help,
   info: Info,
   ls: Ls,
   plan: Plan,
@@ -36,6 +39,7 @@ export const COMMANDS = {
   status: Status,
   up: Up,
   verify: Verify,
+  version: Version,
 }
 
 export {execute} from '@oclif/core'
