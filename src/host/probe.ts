@@ -29,6 +29,7 @@ export async function probeHost(smi: Smi): Promise<HostProbe> {
     }
     throw unparseable('nvidia-smi -q', queryText)
   }
+  const gpus = query.gpus.map(keyed)
 
   const anyMig = query.gpus.some((gpu) => gpu.migMode?.current === 'enabled')
   let profiles: MigProfile[] | null = null
@@ -44,13 +45,31 @@ export async function probeHost(smi: Smi): Promise<HostProbe> {
   return {
     driverVersion: query.driverVersion,
     cudaVersion: query.cudaVersion,
-    gpus: query.gpus.map((gpu) => hostGpuFrom(gpu, profiles, instances, degraded)),
+    gpus: gpus.map((gpu) => hostGpuFrom(gpu, profiles, instances, degraded)),
     smiCalls: smi.callCount - callsBefore,
   }
 }
 
+// A full GPU UUID. A -q cut off mid-line leaves a prefix of one, which must not pass as a key either.
+type KeyedGpu = SmiQueryGpu & {readonly uuid: string}
+
+const GPU_UUID = /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * Journals, leases and locks are keyed by the GPU's UUID (and its index, which is the block's position and so
+ * always there): a GPU block without a whole UUID is refused here, before anything can be recorded under an
+ * empty or partial key.
+ */
+function keyed(gpu: SmiQueryGpu): KeyedGpu {
+  if (gpu.uuid !== null && GPU_UUID.test(gpu.uuid)) return {...gpu, uuid: gpu.uuid}
+  const what = gpu.uuid === null ? 'without its GPU UUID' : `with an incomplete GPU UUID (${gpu.uuid.slice(0, 60)})`
+  throw new HostError('SMI_INCOMPLETE', `nvidia-smi -q printed GPU ${gpu.index} (bus ${gpu.busId}) ${what}; its output looks cut off`, {
+    fix: ['run nvidia-smi -q by hand and check that it completes; a driver or GPU in trouble may need an administrator'],
+  })
+}
+
 function hostGpuFrom(
-  gpu: SmiQueryGpu,
+  gpu: KeyedGpu,
   profiles: readonly MigProfile[] | null,
   instances: readonly GpuInstance[] | null,
   degraded: readonly string[],
@@ -58,9 +77,9 @@ function hostGpuFrom(
   const isMigOn = gpu.migMode?.current === 'enabled'
   return {
     index: gpu.index,
-    // Full -q always prints both; an empty string (listed as unavailable) beats dropping the GPU.
+    // Full -q always prints the name; an empty one (listed as unavailable) is only shown, never used as a key.
     name: gpu.name ?? '',
-    uuid: gpu.uuid ?? '',
+    uuid: gpu.uuid,
     busId: gpu.busId,
     persistenceMode: gpu.persistenceMode,
     migMode: gpu.migMode,

@@ -45,6 +45,7 @@ const CASES: Case[] = [
     env: () => ({GPU_COSPLAY_CATALOG_DIR: catalogDir('version: 1\ntargets:\n  - key: foo\n    name: Foo\n')}),
   },
   {name: 'nvidia-smi missing', args: ['plan', '3090'], exit: 3, code: 'SMI_NOT_FOUND', env: () => ({GPU_COSPLAY_NVIDIA_SMI: '/nonexistent/nvidia-smi'})},
+  {name: 'nvidia-smi not executable', args: ['plan', '3090'], exit: 3, code: 'SMI_NOT_EXECUTABLE', env: () => ({GPU_COSPLAY_NVIDIA_SMI: notExecutable()})},
   {name: 'nvidia-smi failing', args: ['plan', '3090'], exit: 3, code: 'SMI_FAILED', sim: (s) => void s.failNext({match: '-q'})},
   {name: 'nvidia-smi failing on mig -lgi', args: ['plan', '3090'], exit: 3, code: 'SMI_FAILED', sim: (s) => void s.failNext({match: '-lgi'})},
   {name: 'nvidia-smi printing garbage', args: ['plan', '3090'], exit: 3, code: 'SMI_UNPARSEABLE', sim: (s) => void s.set('garbage', true)},
@@ -55,6 +56,12 @@ const CASES: Case[] = [
   {name: 'a session name with terminal escapes', args: ['ssh-config', 'x\u001b[31m\u0007\u009b'], exit: 2, code: 'UNKNOWN_SESSION'},
   {name: 'no GPU instance fits', args: ['plan', 'a100-80g'], exit: 3, code: 'MIG_NO_FREE_SLOT', sim: (s) => void s.createInstances(0, [19])},
 ]
+
+function notExecutable(): string {
+  const path = join(tempDir(), 'nvidia-smi')
+  writeFileSync(path, '#!/bin/sh\necho never\n', {mode: 0o644})
+  return path
+}
 
 function catalogDir(text: string): string {
   const dir = tempDir()

@@ -151,6 +151,25 @@ describe('probeHost', () => {
   })
 
   test.each([
+    {what: 'cut before the UUID of its only GPU', cut: (text: string) => text.slice(0, text.indexOf('    GPU UUID'))},
+    {what: 'cut in the middle of the UUID', cut: (text: string) => text.slice(0, text.indexOf('GPU-cb3dfa52') + 'GPU-cb3dfa52-e2f3'.length)},
+    {what: 'a UUID printed as N/A', cut: (text: string) => text.replace(/(GPU UUID\s+: ).*/, '$1N/A')},
+  ])('a -q $what is refused as SMI_INCOMPLETE: nothing may be keyed by an empty UUID', async ({cut}) => {
+    const text = cut(fixture('h200-sxm-141gb__nvidia-smi-a.txt'))
+    const error = await probeHost(smiFor(new FixtureExecutor({'-q': {stdout: text}}))).catch((caught: unknown) => caught)
+    expect(isCosplayError(error) && [error.code, error.exit]).toEqual(['SMI_INCOMPLETE', 3])
+  })
+
+  test('an 8-GPU -q cut inside its fourth GPU block is refused, naming that GPU', async () => {
+    const full = fixture('h100-sxm-80gb-x8__nvidia-smi-a.txt')
+    const blocks = [...full.matchAll(/^GPU [0-9A-F]{8}:/gm)].map((m) => m.index!)
+    const text = full.slice(0, blocks[3] + 200)
+    const error = await probeHost(smiFor(new FixtureExecutor({'-q': {stdout: text}}))).catch((caught: unknown) => caught)
+    expect(isCosplayError(error) && [error.code, error.exit]).toEqual(['SMI_INCOMPLETE', 3])
+    expect((error as Error).message).toContain('GPU 3')
+  })
+
+  test.each([
     {what: 'No devices were found (non-zero exit)', answer: {stdout: fixture('t4__nvidia-smi-i-1-no-devices-found.txt'), exitCode: 6}},
     {what: 'Attached GPUs : 0', answer: {stdout: '==============NVSMI LOG==============\n\nDriver Version : 550.90.12\nAttached GPUs : 0\n'}},
   ])('no GPU ($what) is NO_GPU', async ({answer}) => {

@@ -89,6 +89,15 @@ describe('Smi', () => {
     expect(error.cause).toBe(missing)
   })
 
+  test('a binary that is not executable (EACCES) says so, with the fix', async () => {
+    const denied = Object.assign(new Error('spawn /opt/nvidia-smi EACCES'), {code: 'EACCES'})
+    const error = await failureOf(new Smi(new ScriptedExecutor(denied), {path: '/opt/nvidia-smi', sudo: false}).read(['-q']))
+    expect([error.code, error.exit]).toEqual(['SMI_NOT_EXECUTABLE', 3])
+    expect(error.message).toContain('/opt/nvidia-smi')
+    expect(error.fix.join(' ')).toContain('chmod +x /opt/nvidia-smi')
+    expect(error.cause).toBe(denied)
+  })
+
   test('a hang past timeoutMs is SMI_TIMEOUT', async () => {
     const smi = new Smi(new ScriptedExecutor({exitCode: 124, timedOut: true}), {path: 'nvidia-smi', sudo: false, timeoutMs: 50})
     const error = await failureOf(smi.read(['-q']))
