@@ -25,13 +25,18 @@ export abstract class BaseCommand extends Command {
  * the one-line format holds for every message, whatever input it echoes.
  */
 export function printFailure(failure: Failure, json: boolean): void {
-  const safe = {...failure, message: escapeControl(failure.message), fix: failure.fix.map((line) => escapeControl(line))}
+  const safe = escapeFailure(failure)
   if (json) {
     ux.stdout(ux.colorizeJson({error: safe}, {pretty: true}))
   } else {
     const hint = safe.fix.length > 0 ? ` (${safe.fix.join('; ')})` : ''
     process.stderr.write(`gpu-cosplay: ${safe.message}${hint}\n`)
   }
+}
+
+/** A failure as it may be shown: control characters in its message and fix made visible. */
+export function escapeFailure(failure: Failure): Failure {
+  return {...failure, message: escapeControl(failure.message), fix: failure.fix.map((line) => escapeControl(line))}
 }
 
 const NAMED_ESCAPES: Record<string, string> = {'\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001b': '\\e'}

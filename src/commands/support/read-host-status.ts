@@ -5,6 +5,7 @@ import {resolveStateDir} from '../../apply/state-dir.js'
 import type {ContainerState} from '../../container/container-states.js'
 import {isCosplayError} from '../../core/errors.js'
 import {probeHost} from '../../host/probe.js'
+import {describeFailure, escapeFailure, type Failure} from './base-command.js'
 import {localSmi} from './context.js'
 
 export type SessionView = SessionSummary & {
@@ -14,6 +15,8 @@ export type SessionView = SessionSummary & {
 
 export type HostView = Omit<HostStatus, 'sessions'> & {
   sessions: SessionView[]
+  /** why the GPUs could not be read (nvidia-smi missing, failing, or printing what we cannot parse); absent when they could */
+  error?: Failure
   containers: {
     reachable: boolean
     /** why Docker could not be asked, when it could not */
@@ -26,9 +29,11 @@ export type HostView = Omit<HostStatus, 'sessions'> & {
 /** Books, one probe and one Docker listing. Without nvidia-smi or Docker the records are still shown. */
 export async function readHostStatus(): Promise<HostView> {
   const stateDir = resolveStateDir(process.env, homedir())
+  let probeFailure: Failure | undefined
   const [probe, containers] = await Promise.all([
     probeHost(localSmi()).catch((error: unknown) => {
       if (!isCosplayError(error)) throw error
+      probeFailure = escapeFailure(describeFailure(error))
       return null
     }),
     import('../../container/container-states.js').then((m) => m.readContainerStates()),
@@ -42,6 +47,7 @@ export async function readHostStatus(): Promise<HostView> {
   const known = new Set(status.sessions.map((s) => s.name))
   return {
     ...status,
+    ...(probeFailure === undefined ? {} : {error: probeFailure}),
     sessions,
     containers: {
       reachable: containers.reachable,
