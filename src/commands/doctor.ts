@@ -86,7 +86,7 @@ Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something
       ...gpus.map((gpu, i) => gpuCheck(gpu, smi.probe!.gpus[i])),
       docker,
       containerRuntimeCheck(process.env),
-      privilegesCheck(privileges, smiPath ?? 'nvidia-smi', process.env),
+      privilegesCheck(privileges, smiPath ?? 'nvidia-smi'),
       await stateDirCheck(),
     ]
     const result: DoctorResult = {
@@ -244,17 +244,15 @@ function containerRuntimeCheck(env: Readonly<Record<string, string | undefined>>
   }
 }
 
-function privilegesCheck(privileges: SmiPrivileges, smiPath: string, env: Readonly<Record<string, string | undefined>>): DoctorCheck {
+/** `up` and `down` use passwordless sudo by themselves when they are not root (apply-context), so there is nothing to switch on. */
+export function privilegesCheck(privileges: SmiPrivileges, smiPath: string): DoctorCheck {
   const name = 'privileges'
   if (privileges.mode === 'root') return {name, status: 'ok', detail: `${privileges.detail}: nvidia-smi may change MIG, clocks and power`, fix: []}
-  if (privileges.mode === 'sudo') {
-    if (env[HOST_ENV.sudo] === '1') return {name, status: 'ok', detail: `${privileges.detail}; ${HOST_ENV.sudo}=1 uses it`, fix: []}
-    return {name, status: 'warn', detail: `${privileges.detail}, but ${HOST_ENV.sudo} is not 1`, fix: [`export ${HOST_ENV.sudo}=1 so that gpu-cosplay runs nvidia-smi changes through sudo -n`]}
-  }
+  if (privileges.mode === 'sudo') return {name, status: 'ok', detail: `${privileges.detail}: changes go through sudo -n`, fix: []}
   return {
     name,
     status: 'missing',
     detail: `${privileges.detail}; up and down must change MIG, clocks and power`,
-    fix: ['run gpu-cosplay as root', `or allow it without a password (a sudoers line: $USER ALL=(root) NOPASSWD: ${smiPath}) and export ${HOST_ENV.sudo}=1`],
+    fix: ['run gpu-cosplay as root', `or allow nvidia-smi without a password (a sudoers line: $USER ALL=(root) NOPASSWD: ${smiPath})`],
   }
 }

@@ -17,7 +17,6 @@ export const HOST_ENV = {
   nvidiaSmi: 'GPU_COSPLAY_NVIDIA_SMI',
   stateDir: 'GPU_COSPLAY_STATE_DIR',
   catalogDir: 'GPU_COSPLAY_CATALOG_DIR',
-  sudo: 'GPU_COSPLAY_SUDO',
   dockerHost: 'DOCKER_HOST',
 } as const
 

@@ -114,7 +114,7 @@ function notStarted(error: unknown, argv: readonly string[], shown: string, prog
 function fixFor(code: string): string[] {
   switch (code) {
     case 'SMI_PERMISSION':
-      return ['run as root, or set GPU_COSPLAY_SUDO=1 with passwordless sudo for nvidia-smi']
+      return ['run as root, or allow passwordless sudo for nvidia-smi (gpu-cosplay uses sudo -n when it may)']
     case 'MIG_NO_FREE_SLOT':
       return ['see who holds the slices: gpu-cosplay status']
     case 'GPU_IN_USE':
