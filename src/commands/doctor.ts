@@ -66,9 +66,7 @@ const RUNTIME_PROGRAMS = ['nvidia-container-runtime-hook', 'nvidia-ctk', 'nvidia
 
 export default class Doctor extends BaseCommand {
   static summary = 'Check that this host has what gpu-cosplay needs'
-  static description = `Checks nvidia-smi and the driver, each GPU (MIG mode and free slices, power and clock ranges), the Docker engine,
-the NVIDIA container runtime, and whether nvidia-smi can change settings (root or passwordless sudo).
-Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something required is missing.`
+  static description = `Checks nvidia-smi and the driver, each GPU (MIG mode and free slices, power and clock ranges), the Docker engine, the NVIDIA container runtime, and whether nvidia-smi can change settings (root or passwordless sudo). Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something required is missing.`
   static examples = ['<%= config.bin %> doctor', '<%= config.bin %> doctor --json | jq ".checks[] | select(.status != \\"ok\\")"']
 
   async run(): Promise<DoctorResult> {

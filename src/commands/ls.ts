@@ -9,9 +9,7 @@ export type LsResult = Target[]
 
 export default class Ls extends BaseCommand {
   static summary = 'List the GPUs this tool can imitate'
-  static description = `Reads the built-in catalog and any files in $XDG_CONFIG_HOME/gpu-cosplay/catalog.d/ (or $GPU_COSPLAY_CATALOG_DIR).
-Throughput is dense (no sparsity); tensor figures are BF16 with FP32 accumulate, "-" where the card has no BF16.
-Touches nothing on the host.`
+  static description = `Reads the built-in catalog and any files in $XDG_CONFIG_HOME/gpu-cosplay/catalog.d/ (or $GPU_COSPLAY_CATALOG_DIR). Throughput is dense (no sparsity); tensor figures are BF16 with FP32 accumulate, "-" where the card has no BF16. Touches nothing on the host.`
   static examples = ['<%= config.bin %> ls', '<%= config.bin %> ls --arch ada', '<%= config.bin %> ls --json | jq ".[].key"']
   static flags = {
     // not `options`: oclif matches those case-sensitively, and people write Ada and Hopper

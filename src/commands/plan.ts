@@ -12,10 +12,7 @@ export type PlanResult = CosplayPlan
 
 export default class Plan extends BaseCommand {
   static summary = 'Show how this host would imitate a GPU, without changing anything'
-  static description = `Chooses a MIG profile, a clock lock and a power cap so that FP32, BF16 tensor throughput, memory bandwidth
-and VRAM come as close to the target as the hardware allows, and says where they cannot.
-Reads the GPU with nvidia-smi (at most 3 calls); --on plans against a built-in host model and needs no GPU.
-Changes nothing.`
+  static description = `Chooses a MIG profile, a clock lock and a power cap so that FP32, BF16 tensor throughput, memory bandwidth and VRAM come as close to the target as the hardware allows, and says where they cannot. Reads the GPU with nvidia-smi (at most 3 calls); --on plans against a built-in host model and needs no GPU. Changes nothing.`
   static examples = [
     '<%= config.bin %> plan 3090 --on h200',
     '<%= config.bin %> plan t4 --host-gpu 2 --match fp32',

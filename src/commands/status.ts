@@ -6,9 +6,7 @@ export type StatusResult = HostView
 
 export default class Status extends BaseCommand {
   static summary = 'Show the host GPUs with their leases, MIG instances and sessions, and flag orphans'
-  static description = `Joins what nvidia-smi shows with what gpu-cosplay recorded: GPU-wide settings held as leases (with the
-values to restore), every MIG instance and its owning session, sessions whose instance is gone, and instances
-no session owns. Reads only.
+  static description = `Joins what nvidia-smi shows with what gpu-cosplay recorded: GPU-wide settings held as leases (with the values to restore), every MIG instance and its owning session, sessions whose instance is gone, and instances no session owns. Reads only.
 
 When nvidia-smi is missing or fails, the sessions on record are still listed; the problem is reported with its fix and the exit status is 3.`
   static examples = ['<%= config.bin %> status', '<%= config.bin %> status --json']

@@ -8,10 +8,7 @@ export type VerifyResult = {session: string; checks: VerifyCheck[]; summary: {PA
 
 export default class Verify extends BaseCommand {
   static summary = 'Self-test a session: does every layer in the container agree on the target GPU?'
-  static description = `Runs runtime-hooks/verify.py inside the session (docker exec, as you) and prints PASS, FAIL or SKIP
-with the reason for each check: the environment contract, your identity, the nvidia-smi shim, the Python
-hook, torch (name, properties, memory, allocation just under and just over the cap), TF32/BF16 policy,
-pynvml, JAX/CuPy settings. Checks that need a GPU or an absent library SKIP. Exit code 1 on any FAIL.`
+  static description = `Runs runtime-hooks/verify.py inside the session (docker exec, as you) and prints PASS, FAIL or SKIP with the reason for each check: the environment contract, your identity, the nvidia-smi shim, the Python hook, torch (name, properties, memory, allocation just under and just over the cap), TF32/BF16 policy, pynvml, JAX/CuPy settings. Checks that need a GPU or an absent library SKIP. Exit code 1 on any FAIL.`
   static examples = ['<%= config.bin %> verify', '<%= config.bin %> verify alice-rtx_3090 --json']
   static args = {name: Args.string({description: 'session name (default: your only session)'})}
 
