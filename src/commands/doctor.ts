@@ -115,7 +115,12 @@ async function stateDirCheck(): Promise<DoctorCheck> {
 
 /** Where a program would be run from: a path is checked as it is, a bare name is looked up on PATH. */
 export function findExecutable(program: string, env: Readonly<Record<string, string | undefined>>): string | null {
-  const candidates = program.includes('/') ? [program] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, program))
+  const candidates = program.includes('/')
+    ? [program]
+    : (env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, program))
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK)
@@ -133,7 +138,16 @@ async function probeSmi(smiPath: string | null): Promise<{probe: HostProbe | nul
     const where = process.env[HOST_ENV.nvidiaSmi] ? `${HOST_ENV.nvidiaSmi}=${process.env[HOST_ENV.nvidiaSmi]} is not an executable` : 'not found on PATH'
     return {
       probe: null,
-      check: {name, status: 'missing', detail: where, fix: ['install the NVIDIA driver', `or point ${HOST_ENV.nvidiaSmi} at nvidia-smi`, 'without a GPU, plan against a model: gpu-cosplay plan 3090 --on h200']},
+      check: {
+        name,
+        status: 'missing',
+        detail: where,
+        fix: [
+          'install the NVIDIA driver',
+          `or point ${HOST_ENV.nvidiaSmi} at nvidia-smi`,
+          'without a GPU, plan against a model: gpu-cosplay plan 3090 --on h200',
+        ],
+      },
     }
   }
   try {
@@ -156,7 +170,14 @@ export function doctorGpu(catalog: Catalog, gpu: HostGpu): DoctorGpu {
     migProfiles = gpu.migProfiles.map(({name, id, smCount, memoryGiB, free, total}) => ({name, id, smCount, memoryGiB, free, total}))
   } else if (!migEnabled && gpu.migMode !== null && model?.mig) {
     migProfilesSource = 'catalog'
-    migProfiles = model.mig.profiles.map(({name, id, smCount, memoryGiB, maxInstances}) => ({name, id, smCount, memoryGiB, free: maxInstances, total: maxInstances}))
+    migProfiles = model.mig.profiles.map(({name, id, smCount, memoryGiB, maxInstances}) => ({
+      name,
+      id,
+      smCount,
+      memoryGiB,
+      free: maxInstances,
+      total: maxInstances,
+    }))
   }
   return {
     index: gpu.index,
@@ -187,12 +208,18 @@ function gpuCheck(gpu: DoctorGpu, probed: HostGpu): DoctorCheck {
   }
   if (gpu.migPending) {
     const to = probed.migMode?.pending === 'enabled' ? 'on' : 'off'
-    return {name, status: 'warn', detail: `${base}; turning MIG ${to} waits for a GPU reset`, fix: [`reset the GPU while it is idle (nvidia-smi -i ${gpu.index} -r), or reboot`]}
+    return {
+      name,
+      status: 'warn',
+      detail: `${base}; turning MIG ${to} waits for a GPU reset`,
+      fix: [`reset the GPU while it is idle (nvidia-smi -i ${gpu.index} -r), or reboot`],
+    }
   }
   if (probed.unavailable.length > 0) {
     return {name, status: 'warn', detail: `${base}; could not read ${probed.unavailable.join(', ')}`, fix: ['run doctor as root for complete readings']}
   }
-  const free = gpu.migProfilesSource === 'live' ? `, ${gpu.migProfiles.filter((p) => p.free > 0).length} of ${gpu.migProfiles.length} profiles have a free slot` : ''
+  const free =
+    gpu.migProfilesSource === 'live' ? `, ${gpu.migProfiles.filter((p) => p.free > 0).length} of ${gpu.migProfiles.length} profiles have a free slot` : ''
   return {name, status: 'ok', detail: `${base}${free}`, fix: []}
 }
 
@@ -217,7 +244,12 @@ async function checkDocker(): Promise<DoctorCheck> {
   try {
     const answer = await Promise.race([docker.ping().then(() => 'ok' as const), timeout])
     if (answer === 'timeout') {
-      return {name, status: 'missing', detail: `the Docker engine at ${where} did not answer within ${DOCKER_TIMEOUT_MS} ms`, fix: ['check that dockerd runs: docker info']}
+      return {
+        name,
+        status: 'missing',
+        detail: `the Docker engine at ${where} did not answer within ${DOCKER_TIMEOUT_MS} ms`,
+        fix: ['check that dockerd runs: docker info'],
+      }
     }
     return {name, status: 'ok', detail: `the engine at ${where} answers`, fix: []}
   } catch (error) {

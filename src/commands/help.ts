@@ -15,7 +15,11 @@ export default class Help extends BaseCommand {
     const words = argv as string[]
     const [id] = words
     if (id !== undefined && !this.config.findCommand(id)) {
-      throw unknownCommand(id, this.config.commands.filter((c) => !c.hidden).map((c) => c.id), this.config.bin)
+      throw unknownCommand(
+        id,
+        this.config.commands.filter((c) => !c.hidden).map((c) => c.id),
+        this.config.bin,
+      )
     }
     const HelpClass = await loadHelpClass(this.config)
     await new HelpClass(this.config, this.config.pjson.oclif.helpOptions ?? {}).showHelp(words)

@@ -38,7 +38,9 @@ export default class Plan extends BaseCommand {
 
 export function renderPlan(plan: CosplayPlan): string {
   const where = plan.host.index === null ? `${plan.host.name} (model ${plan.host.model}, assumed idle)` : `GPU ${plan.host.index}: ${plan.host.name}`
-  const slice = plan.mig ? `MIG ${plan.mig.profile} (profile ${plan.mig.profileId}, ${plan.mig.smCount} SMs, ${plan.mig.memoryGiB} GiB)` : `whole GPU (${plan.smCount} SMs)`
+  const slice = plan.mig
+    ? `MIG ${plan.mig.profile} (profile ${plan.mig.profileId}, ${plan.mig.smCount} SMs, ${plan.mig.memoryGiB} GiB)`
+    : `whole GPU (${plan.smCount} SMs)`
   const pct = (v: number | null) => (v === null ? '-' : `${v > 0 ? '+' : ''}${v.toFixed(1)}%`)
   const rows = [
     ['FP32 TFLOPS', fixed(plan.expected.fp32Tflops), fixed(plan.target.fp32Tflops), pct(plan.errors.fp32Pct)],

@@ -6,7 +6,8 @@ export type PsResult = SessionView[]
 
 export default class Ps extends BaseCommand {
   static summary = 'List cosplay sessions on this host'
-  static description = 'Every session of every user, from the shared state directory, with its container state. Reads only: one nvidia-smi probe (GPU indexes, missing instances) and one Docker listing.'
+  static description =
+    'Every session of every user, from the shared state directory, with its container state. Reads only: one nvidia-smi probe (GPU indexes, missing instances) and one Docker listing.'
   static examples = ['<%= config.bin %> ps', '<%= config.bin %> ps --json']
 
   async run(): Promise<PsResult> {
@@ -32,7 +33,7 @@ export function renderPs(sessions: readonly SessionView[]): string {
   ])
   const table = formatTable(['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER'], rows)
   if (crashed.length === 0) return table
-  return `${table}\n\n${crashed.join(", ")} crashed: run gpu-cosplay recover to clean up`
+  return `${table}\n\n${crashed.join(', ')} crashed: run gpu-cosplay recover to clean up`
 }
 
 function stateOf(s: SessionView): string {

@@ -19,7 +19,7 @@ export type SshConfigResult = {
 }
 
 export default class SshConfig extends BaseCommand {
-  static summary = "Print a ~/.ssh/config Host entry for a session (VS Code Remote-SSH)"
+  static summary = 'Print a ~/.ssh/config Host entry for a session (VS Code Remote-SSH)'
   static description = `Prints a Host entry named gpu-cosplay-NAME with the session's port, user and key, for VS Code's Remote-SSH or plain ssh. Host keys are not pinned: every container has fresh ones and the port is bound to this machine. NAME may be left out when you have exactly one session.
 
 With --install the entry goes to ~/.ssh/gpu-cosplay/NAME.conf, and ~/.ssh/config gets one line at its top that includes that folder. Installing again replaces the session's entry (a session brought up again gets a new port), where appending to ~/.ssh/config would leave a stale entry that ssh reads first.`
@@ -39,7 +39,9 @@ With --install the entry goes to ~/.ssh/gpu-cosplay/NAME.conf, and ~/.ssh/config
     const access = accessSession(args.name)
     const c = access.container
     if (c.sshPort === null || c.sshHost === null) {
-      throw new ContainerError('NO_SSHD', `session "${c.session}" runs an image without sshd`, {fix: [`use gpu-cosplay ssh ${c.session} or gpu-cosplay exec ${c.session} -- CMD`]})
+      throw new ContainerError('NO_SSHD', `session "${c.session}" runs an image without sshd`, {
+        fix: [`use gpu-cosplay ssh ${c.session} or gpu-cosplay exec ${c.session} -- CMD`],
+      })
     }
     const identity = await identityFor(access)
     const entry = sshConfigEntry(c, identity.privateKeyPath)
@@ -50,7 +52,8 @@ With --install the entry goes to ~/.ssh/gpu-cosplay/NAME.conf, and ~/.ssh/config
     }
     const host = `gpu-cosplay-${c.session}`
     const result = {session: c.session, host, hostName: c.sshHost, port: c.sshPort, user: c.user, identityFile: identity.privateKeyPath, entry, installed}
-    if (!this.jsonEnabled()) this.log(installed ? `Wrote ${installed.entryFile}${installed.includeAdded ? ` and included it from ${installed.configFile}` : ''}: ssh ${host}` : entry)
+    if (!this.jsonEnabled())
+      this.log(installed ? `Wrote ${installed.entryFile}${installed.includeAdded ? ` and included it from ${installed.configFile}` : ''}: ssh ${host}` : entry)
     return result
   }
 }

@@ -41,7 +41,13 @@ export default class Ssh extends BaseCommand {
         if (tty) {
           const restore = rawTerminal()
           try {
-            const session = await ssh.interactive(null, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80})
+            const session = await ssh.interactive(null, {
+              stdin: process.stdin,
+              stdout: process.stdout,
+              stderr: process.stderr,
+              rows: process.stdout.rows ?? 24,
+              cols: process.stdout.columns ?? 80,
+            })
             const onResize = () => session.resize(process.stdout.rows ?? 24, process.stdout.columns ?? 80)
             process.stdout.on('resize', onResize)
             exitCode = await session.done
@@ -50,7 +56,11 @@ export default class Ssh extends BaseCommand {
             restore()
           }
         } else {
-          exitCode = await ssh.stream(interactive ? 'exec "${SHELL:-sh}" -l' : command.join(' '), {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+          exitCode = await ssh.stream(interactive ? 'exec "${SHELL:-sh}" -l' : command.join(' '), {
+            stdin: process.stdin,
+            stdout: process.stdout,
+            stderr: process.stderr,
+          })
         }
       } finally {
         ssh.close()

@@ -37,7 +37,8 @@ export function renderStatus(s: HostView): string {
   if (lines.length > 0) lines.push('')
   lines.push(renderPs(s.sessions))
   if (!s.containers.reachable) lines.push('', `containers: Docker not reachable (${s.containers.reason})`)
-  for (const c of s.containers.orphans) lines.push(`ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`)
+  for (const c of s.containers.orphans)
+    lines.push(`ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`)
   if (!s.sharedStateDir) lines.push('', `note: state is kept in ${s.stateDir}, not shared with other users`)
   return lines.join('\n')
 }

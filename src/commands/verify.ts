@@ -23,10 +23,14 @@ export default class Verify extends BaseCommand {
     try {
       parsed = JSON.parse(ran.stdout)
     } catch (error) {
-      throw new ContainerError('VERIFY_FAILED', `verify.py in ${c.name} printed no report (exit ${ran.exitCode}): ${(ran.stderr || ran.stdout).trim().split('\n').pop() ?? ''}`, {
-        cause: error,
-        fix: ['is python3 in the image?', `look inside: gpu-cosplay ssh ${c.session}`],
-      })
+      throw new ContainerError(
+        'VERIFY_FAILED',
+        `verify.py in ${c.name} printed no report (exit ${ran.exitCode}): ${(ran.stderr || ran.stdout).trim().split('\n').pop() ?? ''}`,
+        {
+          cause: error,
+          fix: ['is python3 in the image?', `look inside: gpu-cosplay ssh ${c.session}`],
+        },
+      )
     }
     const result: VerifyResult = {session: c.session, checks: parsed.checks, summary: parsed.summary}
     if (!this.jsonEnabled()) this.log(renderVerify(result))

@@ -36,15 +36,7 @@ export const COSTUME_ENV = {
   session: 'GPU_COSPLAY_SESSION',
 } as const
 
-export const STEP_KINDS = [
-  'set-persistence',
-  'enable-mig',
-  'create-gi',
-  'create-ci',
-  'lock-clocks',
-  'set-power-limit',
-  'start-container',
-] as const
+export const STEP_KINDS = ['set-persistence', 'enable-mig', 'create-gi', 'create-ci', 'lock-clocks', 'set-power-limit', 'start-container'] as const
 export type StepKind = (typeof STEP_KINDS)[number]
 
 export const DEBUG_NS = {

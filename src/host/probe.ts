@@ -68,12 +68,7 @@ function keyed(gpu: SmiQueryGpu): KeyedGpu {
   })
 }
 
-function hostGpuFrom(
-  gpu: KeyedGpu,
-  profiles: readonly MigProfile[] | null,
-  instances: readonly GpuInstance[] | null,
-  degraded: readonly string[],
-): HostGpu {
+function hostGpuFrom(gpu: KeyedGpu, profiles: readonly MigProfile[] | null, instances: readonly GpuInstance[] | null, degraded: readonly string[]): HostGpu {
   const isMigOn = gpu.migMode?.current === 'enabled'
   return {
     index: gpu.index,
@@ -98,13 +93,7 @@ function hostGpuFrom(
  * non-zero with it; a refusal the probe can live without yields null; text that is neither a table nor
  * that message is an error, so a changed format never reads as "no instances".
  */
-async function listing<T>(
-  smi: Smi,
-  args: readonly string[],
-  parse: (text: string) => T[],
-  empty: RegExp,
-  header: RegExp,
-): Promise<T[] | null> {
+async function listing<T>(smi: Smi, args: readonly string[], parse: (text: string) => T[], empty: RegExp, header: RegExp): Promise<T[] | null> {
   let text: string
   try {
     text = await smi.read(args)
@@ -118,10 +107,19 @@ async function listing<T>(
   return rows
 }
 
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const TERMINAL_ESCAPE = /\u001b\[[0-9;?]*[ -/]*[@-~]/g
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/g
+
 function unparseable(command: string, text: string): HostError {
   // Terminal escapes and control characters in garbage output would corrupt the one-line message.
-  const printable = (line: string) => line.replace(/\u001b\[[0-9;?]*[ -\/]*[@-~]/g, '').replace(/[\u0000-\u001f\u007f]/g, '').trim()
-  const firstLine = text.split(/\r?\n/).map(printable).find((line) => line !== '') ?? '(no output)'
+  const printable = (line: string) => line.replace(TERMINAL_ESCAPE, '').replace(CONTROL_CHARACTER, '').trim()
+  const firstLine =
+    text
+      .split(/\r?\n/)
+      .map(printable)
+      .find((line) => line !== '') ?? '(no output)'
   return new HostError('SMI_UNPARSEABLE', `${command} printed something this version cannot read: ${firstLine.slice(0, 120)}`, {
     fix: ['report the driver version (nvidia-smi --version) and this output; rerun with DEBUG=gpu-cosplay* for details'],
   })

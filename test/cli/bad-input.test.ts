@@ -107,7 +107,12 @@ describe.each(CASES)('$name', (c) => {
     expect(Array.isArray(json.error.fix)).toBe(true)
     expect(result.stdout).not.toContain('    at ')
     expect(sim.stateText()).toBe(before)
-    expect(sim.calls().slice(mark).filter((call) => call.argv.some((a) => /^-(cgi|cci|dci|dgi|mig|lgc|rgc|pl|pm)$/.test(a)))).toEqual([])
+    expect(
+      sim
+        .calls()
+        .slice(mark)
+        .filter((call) => call.argv.some((a) => /^-(cgi|cci|dci|dgi|mig|lgc|rgc|pl|pm)$/.test(a))),
+    ).toEqual([])
   })
 })
 

@@ -15,7 +15,10 @@ const hasSsh = spawnSync('ssh', ['-V']).status === 0
 function sessionWithSsh(env: Env, name: string, port: number): void {
   expect(runJson(['up', '3090', '--no-container', '--name', name], env).exitCode).toBe(0)
   const dir = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
-  const file = join(dir, readdirSync(dir).find((f) => f.endsWith('.json') && !f.startsWith('.'))!)
+  const file = join(
+    dir,
+    readdirSync(dir).find((f) => f.endsWith('.json') && !f.startsWith('.'))!,
+  )
   const book = JSON.parse(readFileSync(file, 'utf8'))
   const session = book.sessions[name]
   session.container = {id: 'f'.repeat(64), name: `gpu-cosplay-${name}`, image: 'gpu-cosplay:test', sshPort: port}
@@ -59,7 +62,10 @@ describe('ssh-config', () => {
 
     // the session comes back on another port
     const stateGpus = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
-    const file = join(stateGpus, readdirSync(stateGpus).find((f) => f.endsWith('.json') && !f.startsWith('.'))!)
+    const file = join(
+      stateGpus,
+      readdirSync(stateGpus).find((f) => f.endsWith('.json') && !f.startsWith('.'))!,
+    )
     const book = JSON.parse(readFileSync(file, 'utf8'))
     book.sessions.demo.container.sshPort = 40777
     book.sessions.demo.journal.find((e: {kind: string}) => e.kind === 'start-container').params.spec.sshPort = 40777

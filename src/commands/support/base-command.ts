@@ -46,6 +46,7 @@ const NAMED_ESCAPES: Record<string, string> = {'\n': '\\n', '\r': '\\r', '\t': '
  * newline or a terminal escape can neither break the one-line error nor drive the user's terminal.
  */
 export function escapeControl(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => NAMED_ESCAPES[char] ?? `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }
 

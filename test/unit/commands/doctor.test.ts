@@ -52,8 +52,14 @@ describe('checkSmiPrivileges', () => {
 
 describe('usageLine (oclif parse errors as one line)', () => {
   it.each([
-    ['Parsing --host-gpu \n\tExpected an integer greater than or equal to 0 but received: -1\nSee more help with --help', '--host-gpu: Expected an integer greater than or equal to 0 but received: -1'],
-    ['The following errors occurred:\n  --host-gpu=0 cannot also be provided when using --on\n  --on=h200 cannot also be provided when using --host-gpu\nSee more help with --help', '--host-gpu=0 cannot also be provided when using --on'],
+    [
+      'Parsing --host-gpu \n\tExpected an integer greater than or equal to 0 but received: -1\nSee more help with --help',
+      '--host-gpu: Expected an integer greater than or equal to 0 but received: -1',
+    ],
+    [
+      'The following errors occurred:\n  --host-gpu=0 cannot also be provided when using --on\n  --on=h200 cannot also be provided when using --host-gpu\nSee more help with --help',
+      '--host-gpu=0 cannot also be provided when using --on',
+    ],
     ['Missing 1 required arg:\ngpu  target GPU, e.g. 3090, t4, a100-80g\nSee more help with --help', 'Missing 1 required arg: gpu'],
     ['Nonexistent flag: --bogus\nSee more help with --help', 'Nonexistent flag: --bogus'],
     ['Expected --match=foo to be one of: balanced, fp32', 'Expected --match=foo to be one of: balanced, fp32'],

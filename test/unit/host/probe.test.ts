@@ -46,7 +46,7 @@ function withMigEnabled(text: string, gpuIndices: readonly number[]): string {
 /** The H100 -lgip capture is one GPU's; a copy relabelled as GPU 3 stands in for a second MIG GPU. */
 function lgipFor(gpuIndices: readonly number[]): string {
   const one = fixture('h100-sxm-80gb__mig-lgip.txt')
-  return gpuIndices.map((index) => one.replace(/^\|   0  MIG/gm, `|   ${index}  MIG`)).join('')
+  return gpuIndices.map((index) => one.replace(/^\| {3}0 {2}MIG/gm, `|   ${index}  MIG`)).join('')
 }
 
 const smiFor = (executor: Executor) => new Smi(executor, {path: 'nvidia-smi', sudo: false})
@@ -112,10 +112,25 @@ describe('probeHost', () => {
     const probe = await probeHost(smiFor(executor))
     expect(executor.seen).toEqual(['-q', 'mig -lgip', 'mig -lgi'])
     expect(probe.smiCalls).toBe(3)
-    expect(probe.gpus.map((gpu) => gpu.migMode?.current)).toEqual(['enabled', 'disabled', 'disabled', 'enabled', 'disabled', 'disabled', 'disabled', 'disabled'])
+    expect(probe.gpus.map((gpu) => gpu.migMode?.current)).toEqual([
+      'enabled',
+      'disabled',
+      'disabled',
+      'enabled',
+      'disabled',
+      'disabled',
+      'disabled',
+      'disabled',
+    ])
     expect(probe.gpus[0].migProfiles).toHaveLength(7)
     expect(probe.gpus[3].migProfiles?.find((profile) => profile.name === '3g.40gb')).toEqual({
-      gpuIndex: 3, name: '3g.40gb', id: 9, free: 2, total: 2, memoryGiB: 39.5, smCount: 60,
+      gpuIndex: 3,
+      name: '3g.40gb',
+      id: 9,
+      free: 2,
+      total: 2,
+      memoryGiB: 39.5,
+      smCount: 60,
     })
     expect(probe.gpus[1].migProfiles).toBeNull()
     expect(probe.gpus[0].gpuInstances.map((instance) => instance.id)).toEqual([7, 8, 9, 10, 11, 12, 13])
