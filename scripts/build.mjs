@@ -25,6 +25,25 @@ await build({
   logLevel: 'warning',
 })
 
+// ls, info and plan --on without oclif: the same command classes on a small stand-in (oclif-lite.ts).
+await build({
+  entryPoints: {fast: 'src/commands/support/fast-path.ts'},
+  outdir: 'dist',
+  bundle: true,
+  // lazy imports (the YAML loader for user catalogs, nvidia-smi) stay lazy
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: 'linked',
+  minify: true,
+  keepNames: true,
+  alias: {'@oclif/core': './src/commands/support/oclif-lite.ts'},
+  external: ['typescript', 'dockerode', 'ssh2', 'cpu-features', 'execa', 'get-port', 'proper-lockfile'],
+  banner: {js: "import {createRequire as __cr} from 'node:module'; const require = __cr(import.meta.url);"},
+  logLevel: 'warning',
+})
+
 // Validate the built-in catalog once, here, so that commands can read it as plain JSON.
 const {compileCatalog} = await import(new URL('../dist/compile-catalog.js', import.meta.url).href)
 writeFileSync('dist/catalog.json', JSON.stringify(compileCatalog('catalog')))
