@@ -1,3 +1,4 @@
+import {spawnSync} from 'node:child_process'
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -22,4 +23,10 @@ it("the README's example user catalog file loads, and its target can be shown an
   expect(info.json.key).toBe('rtx_a2000')
   const plan = runJson(['plan', 'a2000', '--on', 'h200'], env)
   expect(plan.exitCode).toBe(0)
+})
+
+it("the README's command reference is what npm run readme generates from the commands", () => {
+  const result = spawnSync(process.execPath, [join(ROOT, 'scripts', 'readme.mjs'), '--check'], {cwd: ROOT, encoding: 'utf8'})
+  expect(result.stderr).toBe('')
+  expect(result.status).toBe(0)
 })
