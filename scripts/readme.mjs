@@ -14,10 +14,9 @@ const readmePath = `${root}README.md`
 const config = await Config.load(root)
 const help = new Help(config, {maxWidth: 120, stripAnsi: true})
 const commands = config.commands.filter((c) => !c.hidden && c.pluginType === 'core').sort((a, b) => a.id.localeCompare(b.id))
-const stripAnsi = (text) => text.replace(/\u001b\[[0-9;]*m/g, '')
 
 const sections = commands.map((c) => {
-  const body = stripAnsi(help.formatCommand(c)).replace(/[ \t]+$/gm, '')
+  const body = help.formatCommand(c).replace(/[ \t]+$/gm, '')
   return `### \`${config.bin} ${c.id}\`\n\n${c.summary ?? ''}\n\n\`\`\`\n${body}\n\`\`\``
 })
 const index = commands.map((c) => `- [\`${config.bin} ${c.id}\`](#${`${config.bin}-${c.id}`.replace(/[^a-z0-9-]/g, '')})`).join('\n')
