@@ -54,5 +54,8 @@ for (const r of rows) {
 console.log(JSON.stringify({runs: RUNS, results: rows}))
 rmSync(dir, {recursive: true, force: true})
 
+// ls, info and plan --on next to the Python original (skipped unless GPU_COSPLAY_PY_ORIGINAL points at a checkout)
+await import('./startup.mjs')
+
 // the container part runs only where a Docker engine answers (it says so and skips otherwise)
 await import('./e2e.mjs')

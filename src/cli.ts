@@ -7,6 +7,7 @@ import Calibrate from './commands/calibrate.js'
 import Doctor from './commands/doctor.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
+import Help from './commands/help.js'
 import Info from './commands/info.js'
 import Ls from './commands/ls.js'
 import Plan from './commands/plan.js'
@@ -19,6 +20,7 @@ import SshConfig from './commands/ssh-config.js'
 import Status from './commands/status.js'
 import Up from './commands/up.js'
 import Verify from './commands/verify.js'
+import Version from './commands/version.js'
 
 export const COMMANDS = {
   build: Build,
@@ -26,6 +28,7 @@ export const COMMANDS = {
   doctor: Doctor,
   down: Down,
   exec: Exec,
+  help: Help,
   info: Info,
   ls: Ls,
   plan: Plan,
@@ -38,6 +41,7 @@ export const COMMANDS = {
   status: Status,
   up: Up,
   verify: Verify,
+  version: Version,
 }
 
 export {execute} from '@oclif/core'

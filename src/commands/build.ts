@@ -7,10 +7,9 @@ export type BuildResult = {tag: string; base: string; imageId: string | null; ve
 
 export default class Build extends BaseCommand {
   static summary = 'Build the cosplay image: a base image plus sshd, sudo, tini and the costume hooks'
-  static description = `Builds docker/Dockerfile on a base image (default pytorch/pytorch:${'2.5.1-cuda12.4-cudnn9-devel'}, so torch is
-ready inside) and tags it gpu-cosplay:<version>, the image \`up\` uses by default (\`up\` builds it on first
-use). It adds only openssh-server, sudo, tini, python3 where the base lacks them, the runtime hooks, the
-nvidia-smi shim and the entrypoint. Build output streams to stderr.`
+  static description = `Builds docker/Dockerfile on a base image (default pytorch/pytorch:${'2.5.1-cuda12.4-cudnn9-devel'}, so torch is ready inside) and tags it gpu-cosplay:<version>, the image \`up\` uses by default (\`up\` builds it on first use). It adds only openssh-server, sudo, tini, python3 where the base lacks them, the runtime hooks, the nvidia-smi shim and the entrypoint. Build output streams to stderr.
+
+The default base is pulled from Docker Hub the first time. Without network access, build on an image you already have: --base IMAGE (any Debian/Ubuntu-like image; torch is then whatever that image has).`
   static examples = [
     '<%= config.bin %> build',
     '<%= config.bin %> build --cuda-tag 2.4.1-cuda12.1-cudnn9-devel',

@@ -66,9 +66,7 @@ const RUNTIME_PROGRAMS = ['nvidia-container-runtime-hook', 'nvidia-ctk', 'nvidia
 
 export default class Doctor extends BaseCommand {
   static summary = 'Check that this host has what gpu-cosplay needs'
-  static description = `Checks nvidia-smi and the driver, each GPU (MIG mode and free slices, power and clock ranges), the Docker engine,
-the NVIDIA container runtime, and whether nvidia-smi can change settings (root or passwordless sudo).
-Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something required is missing.`
+  static description = `Checks nvidia-smi and the driver, each GPU (MIG mode and free slices, power and clock ranges), the Docker engine, the NVIDIA container runtime, and whether nvidia-smi can change settings (root or passwordless sudo). Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something required is missing.`
   static examples = ['<%= config.bin %> doctor', '<%= config.bin %> doctor --json | jq ".checks[] | select(.status != \\"ok\\")"']
 
   async run(): Promise<DoctorResult> {
@@ -86,7 +84,7 @@ Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something
       ...gpus.map((gpu, i) => gpuCheck(gpu, smi.probe!.gpus[i])),
       docker,
       containerRuntimeCheck(process.env),
-      privilegesCheck(privileges, smiPath ?? 'nvidia-smi', process.env),
+      privilegesCheck(privileges, smiPath ?? 'nvidia-smi'),
       await stateDirCheck(),
     ]
     const result: DoctorResult = {
@@ -117,7 +115,12 @@ async function stateDirCheck(): Promise<DoctorCheck> {
 
 /** Where a program would be run from: a path is checked as it is, a bare name is looked up on PATH. */
 export function findExecutable(program: string, env: Readonly<Record<string, string | undefined>>): string | null {
-  const candidates = program.includes('/') ? [program] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, program))
+  const candidates = program.includes('/')
+    ? [program]
+    : (env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, program))
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK)
@@ -135,7 +138,16 @@ async function probeSmi(smiPath: string | null): Promise<{probe: HostProbe | nul
     const where = process.env[HOST_ENV.nvidiaSmi] ? `${HOST_ENV.nvidiaSmi}=${process.env[HOST_ENV.nvidiaSmi]} is not an executable` : 'not found on PATH'
     return {
       probe: null,
-      check: {name, status: 'missing', detail: where, fix: ['install the NVIDIA driver', `or point ${HOST_ENV.nvidiaSmi} at nvidia-smi`, 'without a GPU, plan against a model: gpu-cosplay plan 3090 --on h200']},
+      check: {
+        name,
+        status: 'missing',
+        detail: where,
+        fix: [
+          'install the NVIDIA driver',
+          `or point ${HOST_ENV.nvidiaSmi} at nvidia-smi`,
+          'without a GPU, plan against a model: gpu-cosplay plan 3090 --on h200',
+        ],
+      },
     }
   }
   try {
@@ -158,7 +170,14 @@ export function doctorGpu(catalog: Catalog, gpu: HostGpu): DoctorGpu {
     migProfiles = gpu.migProfiles.map(({name, id, smCount, memoryGiB, free, total}) => ({name, id, smCount, memoryGiB, free, total}))
   } else if (!migEnabled && gpu.migMode !== null && model?.mig) {
     migProfilesSource = 'catalog'
-    migProfiles = model.mig.profiles.map(({name, id, smCount, memoryGiB, maxInstances}) => ({name, id, smCount, memoryGiB, free: maxInstances, total: maxInstances}))
+    migProfiles = model.mig.profiles.map(({name, id, smCount, memoryGiB, maxInstances}) => ({
+      name,
+      id,
+      smCount,
+      memoryGiB,
+      free: maxInstances,
+      total: maxInstances,
+    }))
   }
   return {
     index: gpu.index,
@@ -189,12 +208,18 @@ function gpuCheck(gpu: DoctorGpu, probed: HostGpu): DoctorCheck {
   }
   if (gpu.migPending) {
     const to = probed.migMode?.pending === 'enabled' ? 'on' : 'off'
-    return {name, status: 'warn', detail: `${base}; turning MIG ${to} waits for a GPU reset`, fix: [`reset the GPU while it is idle (nvidia-smi -i ${gpu.index} -r), or reboot`]}
+    return {
+      name,
+      status: 'warn',
+      detail: `${base}; turning MIG ${to} waits for a GPU reset`,
+      fix: [`reset the GPU while it is idle (nvidia-smi -i ${gpu.index} -r), or reboot`],
+    }
   }
   if (probed.unavailable.length > 0) {
     return {name, status: 'warn', detail: `${base}; could not read ${probed.unavailable.join(', ')}`, fix: ['run doctor as root for complete readings']}
   }
-  const free = gpu.migProfilesSource === 'live' ? `, ${gpu.migProfiles.filter((p) => p.free > 0).length} of ${gpu.migProfiles.length} profiles have a free slot` : ''
+  const free =
+    gpu.migProfilesSource === 'live' ? `, ${gpu.migProfiles.filter((p) => p.free > 0).length} of ${gpu.migProfiles.length} profiles have a free slot` : ''
   return {name, status: 'ok', detail: `${base}${free}`, fix: []}
 }
 
@@ -219,7 +244,12 @@ async function checkDocker(): Promise<DoctorCheck> {
   try {
     const answer = await Promise.race([docker.ping().then(() => 'ok' as const), timeout])
     if (answer === 'timeout') {
-      return {name, status: 'missing', detail: `the Docker engine at ${where} did not answer within ${DOCKER_TIMEOUT_MS} ms`, fix: ['check that dockerd runs: docker info']}
+      return {
+        name,
+        status: 'missing',
+        detail: `the Docker engine at ${where} did not answer within ${DOCKER_TIMEOUT_MS} ms`,
+        fix: ['check that dockerd runs: docker info'],
+      }
     }
     return {name, status: 'ok', detail: `the engine at ${where} answers`, fix: []}
   } catch (error) {
@@ -244,17 +274,15 @@ function containerRuntimeCheck(env: Readonly<Record<string, string | undefined>>
   }
 }
 
-function privilegesCheck(privileges: SmiPrivileges, smiPath: string, env: Readonly<Record<string, string | undefined>>): DoctorCheck {
+/** `up` and `down` use passwordless sudo by themselves when they are not root (apply-context), so there is nothing to switch on. */
+export function privilegesCheck(privileges: SmiPrivileges, smiPath: string): DoctorCheck {
   const name = 'privileges'
   if (privileges.mode === 'root') return {name, status: 'ok', detail: `${privileges.detail}: nvidia-smi may change MIG, clocks and power`, fix: []}
-  if (privileges.mode === 'sudo') {
-    if (env[HOST_ENV.sudo] === '1') return {name, status: 'ok', detail: `${privileges.detail}; ${HOST_ENV.sudo}=1 uses it`, fix: []}
-    return {name, status: 'warn', detail: `${privileges.detail}, but ${HOST_ENV.sudo} is not 1`, fix: [`export ${HOST_ENV.sudo}=1 so that gpu-cosplay runs nvidia-smi changes through sudo -n`]}
-  }
+  if (privileges.mode === 'sudo') return {name, status: 'ok', detail: `${privileges.detail}: changes go through sudo -n`, fix: []}
   return {
     name,
     status: 'missing',
     detail: `${privileges.detail}; up and down must change MIG, clocks and power`,
-    fix: ['run gpu-cosplay as root', `or allow it without a password (a sudoers line: $USER ALL=(root) NOPASSWD: ${smiPath}) and export ${HOST_ENV.sudo}=1`],
+    fix: ['run gpu-cosplay as root', `or allow nvidia-smi without a password (a sudoers line: $USER ALL=(root) NOPASSWD: ${smiPath})`],
   }
 }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {ARCHS, type Target} from '../catalog/types.js'
+import {type Arch, ARCHS, type Target} from '../catalog/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {currentCatalog} from './support/context.js'
 import {fixed, formatTable} from './support/format-table.js'
@@ -9,12 +9,15 @@ export type LsResult = Target[]
 
 export default class Ls extends BaseCommand {
   static summary = 'List the GPUs this tool can imitate'
-  static description = `Reads the built-in catalog and any files in $XDG_CONFIG_HOME/gpu-cosplay/catalog.d/ (or $GPU_COSPLAY_CATALOG_DIR).
-Throughput is dense (no sparsity); tensor figures are BF16 with FP32 accumulate, "-" where the card has no BF16.
-Touches nothing on the host.`
+  static description = `Reads the built-in catalog and any files in $XDG_CONFIG_HOME/gpu-cosplay/catalog.d/ (or $GPU_COSPLAY_CATALOG_DIR). Throughput is dense (no sparsity); tensor figures are BF16 with FP32 accumulate, "-" where the card has no BF16. Touches nothing on the host.`
   static examples = ['<%= config.bin %> ls', '<%= config.bin %> ls --arch ada', '<%= config.bin %> ls --json | jq ".[].key"']
   static flags = {
-    arch: Flags.string({description: 'only this architecture', options: [...ARCHS]}),
+    // not `options`: oclif matches those case-sensitively, and people write Ada and Hopper
+    arch: Flags.string({
+      description: 'only this architecture (any case)',
+      helpValue: ARCHS.join('|'),
+      parse: async (input) => archOf(input),
+    }),
   }
 
   async run(): Promise<LsResult> {
@@ -23,6 +26,13 @@ Touches nothing on the host.`
     if (!this.jsonEnabled()) this.log(renderLs(targets))
     return [...targets]
   }
+}
+
+function archOf(input: string): Arch {
+  const arch = ARCHS.find((a) => a === input.trim().toLowerCase())
+  // exit 2 marks it as a usage error, reported like oclif's own option check
+  if (arch === undefined) throw Object.assign(new Error(`Expected --arch=${input} to be one of: ${ARCHS.join(', ')}`), {oclif: {exit: 2}})
+  return arch
 }
 
 export function renderLs(targets: readonly Target[]): string {

@@ -19,10 +19,7 @@ export type PlanResult = CosplayPlan & {achievable: Achievable}
 
 export default class Plan extends BaseCommand {
   static summary = 'Show how this host would imitate a GPU, without changing anything'
-  static description = `Chooses a MIG profile, a clock lock and a power cap so that FP32, BF16 tensor throughput, memory bandwidth
-and VRAM come as close to the target as the hardware allows, and says where they cannot.
-Reads the GPU with nvidia-smi (at most 3 calls); --on plans against a built-in host model and needs no GPU.
-Changes nothing.`
+  static description = `Chooses a MIG profile, a clock lock and a power cap so that FP32, BF16 tensor throughput, memory bandwidth and VRAM come as close to the target as the hardware allows, and says where they cannot. Reads the GPU with nvidia-smi (at most 3 calls); --on plans against a built-in host model and needs no GPU. Changes nothing.`
   static examples = [
     '<%= config.bin %> plan 3090 --on h200',
     '<%= config.bin %> plan t4 --host-gpu 2 --match fp32',
@@ -81,7 +78,9 @@ Changes nothing.`
 
 export function renderPlan(plan: PlanResult): string {
   const where = plan.host.index === null ? `${plan.host.name} (model ${plan.host.model}, assumed idle)` : `GPU ${plan.host.index}: ${plan.host.name}`
-  const slice = plan.mig ? `MIG ${plan.mig.profile} (profile ${plan.mig.profileId}, ${plan.mig.smCount} SMs, ${plan.mig.memoryGiB} GiB)` : `whole GPU (${plan.smCount} SMs)`
+  const slice = plan.mig
+    ? `MIG ${plan.mig.profile} (profile ${plan.mig.profileId}, ${plan.mig.smCount} SMs, ${plan.mig.memoryGiB} GiB)`
+    : `whole GPU (${plan.smCount} SMs)`
   const pct = (v: number | null) => (v === null ? '-' : `${v > 0 ? '+' : ''}${v.toFixed(1)}%`)
   const a = plan.achievable
   // ERROR: peak vs the target's datasheet (what the planner matched). Where the catalog has the target's

@@ -6,7 +6,8 @@ export type PsResult = SessionView[]
 
 export default class Ps extends BaseCommand {
   static summary = 'List cosplay sessions on this host'
-  static description = 'Every session of every user, from the shared state directory, with its container state. Reads only: one nvidia-smi probe (GPU indexes, missing instances) and one Docker listing.'
+  static description =
+    'Every session of every user, from the shared state directory, with its container state. Reads only: one nvidia-smi probe (GPU indexes, missing instances) and one Docker listing.'
   static examples = ['<%= config.bin %> ps', '<%= config.bin %> ps --json']
 
   async run(): Promise<PsResult> {
@@ -20,14 +21,24 @@ export default class Ps extends BaseCommand {
 
 export function renderPs(sessions: readonly SessionView[]): string {
   if (sessions.length === 0) return 'No sessions.'
+  const crashed = sessions.filter((s) => s.crashed).map((s) => s.name)
   const rows = sessions.map((s) => [
     s.name,
     s.owner,
     s.target,
     s.gpuIndex === null ? '?' : String(s.gpuIndex),
     s.mig ? `${s.mig.profile} GI ${s.mig.gpuInstanceId}` : 'whole GPU',
-    s.instanceMissing ? `${s.phase} (instance gone!)` : s.phase,
+    stateOf(s),
     s.container ? `${s.container.name} (${s.containerState ?? 'unknown'})` : '-',
   ])
-  return formatTable(['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER'], rows)
+  const table = formatTable(['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER'], rows)
+  if (crashed.length === 0) return table
+  return `${table}\n\n${crashed.join(', ')} crashed: run gpu-cosplay recover to clean up`
+}
+
+function stateOf(s: SessionView): string {
+  if (s.instanceMissing) return `${s.phase} (instance gone: crashed)`
+  if (s.crashed && s.containerState === 'missing') return `${s.phase} (container gone: crashed)`
+  if (s.crashed) return `${s.phase} (process gone: crashed)`
+  return s.phase
 }

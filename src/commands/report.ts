@@ -21,14 +21,11 @@ export type FitRow = {
 export type ReportResult = {file: string; rows: FitRow[]; skippedLines: number}
 
 export default class Report extends BaseCommand {
-  static summary = 'Show how close each process came to the target card\'s memory'
-  static description = `Reads the fit report the costume hook writes when a Python process that used CUDA exits
-(<workspace>/.gpu-cosplay/fit.jsonl, one line per process) and shows, per process, the peak memory PyTorch
-reserved and allocated against the cap: the headroom left, or "would OOM on the target". Works after
-\`down\` too, with --workspace.`
+  static summary = "Show how close each process came to the target card's memory"
+  static description = `Reads the fit report the costume hook writes when a Python process that used CUDA exits (<workspace>/.gpu-cosplay/fit.jsonl, one line per process) and shows, per process, the peak memory PyTorch reserved and allocated against the cap: the headroom left, or "would OOM on the target". Works after \`down\` too, with --workspace.`
   static examples = ['<%= config.bin %> report', '<%= config.bin %> report --workspace ~/proj --json']
   static args = {name: Args.string({description: 'session name (default: your only session)'})}
-  static flags = {workspace: Flags.string({description: 'read this workspace instead of the session\'s'})}
+  static flags = {workspace: Flags.string({description: "read this workspace instead of the session's"})}
 
   async run(): Promise<ReportResult> {
     const {args, flags} = await this.parse(Report)

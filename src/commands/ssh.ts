@@ -6,10 +6,7 @@ export type SshResult = {session: string; via: 'ssh' | 'exec'; exitCode: number}
 
 export default class Ssh extends BaseCommand {
   static summary = "Open a shell in a session's container, or run a command there"
-  static description = `Logs in over ssh (ssh2, with the session's key) as you: an interactive shell with a pty that follows
-your terminal's size, or, after --, a command whose exit code becomes this command's. Like ssh, the words
-after -- are joined with spaces and run by your login shell. For an image without sshd it goes through
-docker exec instead. NAME may be left out when you have exactly one session.`
+  static description = `Logs in over ssh (ssh2, with the session's key) as you: an interactive shell with a pty that follows your terminal's size, or, after --, a command whose exit code becomes this command's. Like ssh, the words after -- are joined with spaces and run by your login shell. For an image without sshd it goes through docker exec instead. NAME may be left out when you have exactly one session.`
   static examples = ['<%= config.bin %> ssh', '<%= config.bin %> ssh alice-rtx_3090 -- nvidia-smi -L', '<%= config.bin %> ssh -- python train.py']
   static enableJsonFlag = false
   static strict = false
@@ -44,7 +41,13 @@ docker exec instead. NAME may be left out when you have exactly one session.`
         if (tty) {
           const restore = rawTerminal()
           try {
-            const session = await ssh.interactive(null, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80})
+            const session = await ssh.interactive(null, {
+              stdin: process.stdin,
+              stdout: process.stdout,
+              stderr: process.stderr,
+              rows: process.stdout.rows ?? 24,
+              cols: process.stdout.columns ?? 80,
+            })
             const onResize = () => session.resize(process.stdout.rows ?? 24, process.stdout.columns ?? 80)
             process.stdout.on('resize', onResize)
             exitCode = await session.done
@@ -53,7 +56,11 @@ docker exec instead. NAME may be left out when you have exactly one session.`
             restore()
           }
         } else {
-          exitCode = await ssh.stream(interactive ? 'exec "${SHELL:-sh}" -l' : command.join(' '), {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+          exitCode = await ssh.stream(interactive ? 'exec "${SHELL:-sh}" -l' : command.join(' '), {
+            stdin: process.stdin,
+            stdout: process.stdout,
+            stderr: process.stderr,
+          })
         }
       } finally {
         ssh.close()

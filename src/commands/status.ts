@@ -1,14 +1,14 @@
 import type {HostView} from './support/read-host-status.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand, printFailure} from './support/base-command.js'
 import {renderPs} from './ps.js'
 
 export type StatusResult = HostView
 
 export default class Status extends BaseCommand {
   static summary = 'Show the host GPUs with their leases, MIG instances and sessions, and flag orphans'
-  static description = `Joins what nvidia-smi shows with what gpu-cosplay recorded: GPU-wide settings held as leases (with the
-values to restore), every MIG instance and its owning session, sessions whose instance is gone, and instances
-no session owns. Reads only.`
+  static description = `Joins what nvidia-smi shows with what gpu-cosplay recorded: GPU-wide settings held as leases (with the values to restore), every MIG instance and its owning session, sessions whose instance is gone, and instances no session owns. Reads only.
+
+When nvidia-smi is missing or fails, the sessions on record are still listed; the problem is reported with its fix and the exit status is 3.`
   static examples = ['<%= config.bin %> status', '<%= config.bin %> status --json']
 
   async run(): Promise<StatusResult> {
@@ -16,6 +16,11 @@ no session owns. Reads only.`
     const {readHostStatus} = await import('./support/read-host-status.js')
     const status = await readHostStatus()
     if (!this.jsonEnabled()) this.log(renderStatus(status))
+    // The records are still worth showing without the GPUs, but a status that could not read them is not a success.
+    if (status.error !== undefined) {
+      if (!this.jsonEnabled()) printFailure(status.error, false)
+      process.exitCode = status.error.exit
+    }
     return status
   }
 }
@@ -29,9 +34,11 @@ export function renderStatus(s: HostView): string {
     }
     for (const i of g.instances) lines.push(`  GI ${i.gpuInstanceId} ${i.profile}: ${i.owner ?? 'ORPHAN (no gpu-cosplay session owns it)'}`)
   }
-  lines.push('', renderPs(s.sessions))
+  if (lines.length > 0) lines.push('')
+  lines.push(renderPs(s.sessions))
   if (!s.containers.reachable) lines.push('', `containers: Docker not reachable (${s.containers.reason})`)
-  for (const c of s.containers.orphans) lines.push(`ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`)
+  for (const c of s.containers.orphans)
+    lines.push(`ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`)
   if (!s.sharedStateDir) lines.push('', `note: state is kept in ${s.stateDir}, not shared with other users`)
   return lines.join('\n')
 }

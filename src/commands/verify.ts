@@ -18,16 +18,9 @@ const HOOKS = '/opt/gpu-cosplay/hooks'
 
 export default class Verify extends BaseCommand {
   static summary = 'Self-test a session: does every layer in the container agree on the target GPU?'
-  static description = `Runs runtime-hooks/verify.py inside the session (docker exec, as you) and prints PASS, FAIL or SKIP
-with the reason for each check: the environment contract, your identity, the nvidia-smi shim, the Python
-hook, torch (name, properties, memory, allocation just under and just over the cap), TF32/BF16 policy,
-pynvml, JAX/CuPy settings. Checks that need a GPU or an absent library SKIP. Exit code 1 on any FAIL.
+  static description = `Runs runtime-hooks/verify.py inside the session (docker exec, as you) and prints PASS, FAIL or SKIP with the reason for each check: the environment contract, your identity, the nvidia-smi shim, the Python hook, torch (name, properties, memory, allocation just under and just over the cap), TF32/BF16 policy, pynvml, JAX/CuPy settings. Checks that need a GPU or an absent library SKIP. Exit code 1 on any FAIL.
 
-With --perf it measures instead (torch in the session, under 30 s on a GPU): FP32 and BF16 GEMM TFLOPS, copy
-bandwidth, the VRAM cap, and clock/power samples; and compares each with the plan's peak, the achievable
-figure when this GPU model was calibrated (gpu-cosplay calibrate), and the target. PASS within 10% of the
-expectation, WARN within 25%, FAIL beyond (exit 1). Without a CUDA device the figures are CPU ones and
-every verdict is SKIP.`
+With --perf it measures instead (torch in the session, under 30 s on a GPU): FP32 and BF16 GEMM TFLOPS, copy bandwidth, the VRAM cap, and clock/power samples; and compares each with the plan's peak, the achievable figure when this GPU model was calibrated (gpu-cosplay calibrate), and the target. PASS within 10% of the expectation, WARN within 25%, FAIL beyond (exit 1). Without a CUDA device the figures are CPU ones and every verdict is SKIP.`
   static examples = ['<%= config.bin %> verify', '<%= config.bin %> verify alice-rtx_3090 --json', '<%= config.bin %> verify --perf']
   static args = {name: Args.string({description: 'session name (default: your only session)'})}
   static flags = {perf: Flags.boolean({description: 'measure throughput, bandwidth and the VRAM cap against the plan'})}
@@ -60,10 +53,14 @@ every verdict is SKIP.`
     try {
       parsed = JSON.parse(ran.stdout)
     } catch (error) {
-      throw new ContainerError('VERIFY_FAILED', `verify.py in ${c.name} printed no report (exit ${ran.exitCode}): ${(ran.stderr || ran.stdout).trim().split('\n').pop() ?? ''}`, {
-        cause: error,
-        fix: ['is python3 in the image?', `look inside: gpu-cosplay ssh ${c.session}`],
-      })
+      throw new ContainerError(
+        'VERIFY_FAILED',
+        `verify.py in ${c.name} printed no report (exit ${ran.exitCode}): ${(ran.stderr || ran.stdout).trim().split('\n').pop() ?? ''}`,
+        {
+          cause: error,
+          fix: ['is python3 in the image?', `look inside: gpu-cosplay ssh ${c.session}`],
+        },
+      )
     }
     const result: VerifyResult = {session: c.session, checks: parsed.checks, summary: parsed.summary}
     if (!this.jsonEnabled()) this.log(renderVerify(result))

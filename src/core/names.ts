@@ -18,7 +18,6 @@ export const HOST_ENV = {
   mpsControl: 'GPU_COSPLAY_MPS_CONTROL',
   stateDir: 'GPU_COSPLAY_STATE_DIR',
   catalogDir: 'GPU_COSPLAY_CATALOG_DIR',
-  sudo: 'GPU_COSPLAY_SUDO',
   dockerHost: 'DOCKER_HOST',
   /** the interpreter (with CUDA torch) that `calibrate` measures with; default python3 */
   python: 'GPU_COSPLAY_PYTHON',

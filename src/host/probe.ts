@@ -32,6 +32,7 @@ export async function probeHost(smi: Smi, options: {only?: string | number} = {}
     }
     throw unparseable('nvidia-smi -q', queryText)
   }
+  const gpus = query.gpus.map(keyed)
 
   const anyMig = query.gpus.some((gpu) => gpu.migMode?.current === 'enabled')
   let profiles: MigProfile[] | null = null
@@ -49,23 +50,36 @@ export async function probeHost(smi: Smi, options: {only?: string | number} = {}
   return {
     driverVersion: query.driverVersion,
     cudaVersion: query.cudaVersion,
-    gpus: query.gpus.map((gpu) => hostGpuFrom(gpu, profiles, instances, degraded)),
+    gpus: gpus.map((gpu) => hostGpuFrom(gpu, profiles, instances, degraded)),
     smiCalls: smi.callCount - callsBefore,
   }
 }
 
-function hostGpuFrom(
-  gpu: SmiQueryGpu,
-  profiles: readonly MigProfile[] | null,
-  instances: readonly GpuInstance[] | null,
-  degraded: readonly string[],
-): HostGpu {
+// A full GPU UUID. A -q cut off mid-line leaves a prefix of one, which must not pass as a key either.
+type KeyedGpu = SmiQueryGpu & {readonly uuid: string}
+
+const GPU_UUID = /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * Journals, leases and locks are keyed by the GPU's UUID (and its index, which is the block's position and so
+ * always there): a GPU block without a whole UUID is refused here, before anything can be recorded under an
+ * empty or partial key.
+ */
+function keyed(gpu: SmiQueryGpu): KeyedGpu {
+  if (gpu.uuid !== null && GPU_UUID.test(gpu.uuid)) return {...gpu, uuid: gpu.uuid}
+  const what = gpu.uuid === null ? 'without its GPU UUID' : `with an incomplete GPU UUID (${gpu.uuid.slice(0, 60)})`
+  throw new HostError('SMI_INCOMPLETE', `nvidia-smi -q printed GPU ${gpu.index} (bus ${gpu.busId}) ${what}; its output looks cut off`, {
+    fix: ['run nvidia-smi -q by hand and check that it completes; a driver or GPU in trouble may need an administrator'],
+  })
+}
+
+function hostGpuFrom(gpu: KeyedGpu, profiles: readonly MigProfile[] | null, instances: readonly GpuInstance[] | null, degraded: readonly string[]): HostGpu {
   const isMigOn = gpu.migMode?.current === 'enabled'
   return {
     index: gpu.index,
-    // Full -q always prints both; an empty string (listed as unavailable) beats dropping the GPU.
+    // Full -q always prints the name; an empty one (listed as unavailable) is only shown, never used as a key.
     name: gpu.name ?? '',
-    uuid: gpu.uuid ?? '',
+    uuid: gpu.uuid,
     busId: gpu.busId,
     persistenceMode: gpu.persistenceMode,
     migMode: gpu.migMode,
@@ -84,13 +98,7 @@ function hostGpuFrom(
  * non-zero with it; a refusal the probe can live without yields null; text that is neither a table nor
  * that message is an error, so a changed format never reads as "no instances".
  */
-async function listing<T>(
-  smi: Smi,
-  args: readonly string[],
-  parse: (text: string) => T[],
-  empty: RegExp,
-  header: RegExp,
-): Promise<T[] | null> {
+async function listing<T>(smi: Smi, args: readonly string[], parse: (text: string) => T[], empty: RegExp, header: RegExp): Promise<T[] | null> {
   let text: string
   try {
     text = await smi.read(args)
@@ -104,10 +112,19 @@ async function listing<T>(
   return rows
 }
 
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const TERMINAL_ESCAPE = /\u001b\[[0-9;?]*[ -/]*[@-~]/g
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/g
+
 function unparseable(command: string, text: string): HostError {
   // Terminal escapes and control characters in garbage output would corrupt the one-line message.
-  const printable = (line: string) => line.replace(/\u001b\[[0-9;?]*[ -\/]*[@-~]/g, '').replace(/[\u0000-\u001f\u007f]/g, '').trim()
-  const firstLine = text.split(/\r?\n/).map(printable).find((line) => line !== '') ?? '(no output)'
+  const printable = (line: string) => line.replace(TERMINAL_ESCAPE, '').replace(CONTROL_CHARACTER, '').trim()
+  const firstLine =
+    text
+      .split(/\r?\n/)
+      .map(printable)
+      .find((line) => line !== '') ?? '(no output)'
   return new HostError('SMI_UNPARSEABLE', `${command} printed something this version cannot read: ${firstLine.slice(0, 120)}`, {
     fix: ['report the driver version (nvidia-smi --version) and this output; rerun with DEBUG=gpu-cosplay* for details'],
   })

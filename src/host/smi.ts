@@ -60,16 +60,7 @@ export class Smi {
     try {
       result = await this.executor.run(argv, {timeoutMs: this.options.timeoutMs ?? DEFAULT_SMI_TIMEOUT_MS})
     } catch (error) {
-      const missing = (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
-      const failure = new SmiError(
-        missing ? 'SMI_NOT_FOUND' : 'SMI_FAILED',
-        missing ? `${argv[0]} was not found` : `${shown} could not be started`,
-        {argv, line: null, exitCode: null, stdout: ''},
-        {
-          cause: error,
-          fix: missing ? [`install the NVIDIA driver, or point ${HOST_ENV.nvidiaSmi} at nvidia-smi`] : [],
-        },
-      )
+      const failure = notStarted(error, argv, shown, argv[0])
       log('%o -> %s in %d ms', argv, failure.code, Date.now() - started)
       throw failure
     }
@@ -100,10 +91,30 @@ export class Smi {
   }
 }
 
+/** Why the program could not be started at all, from the spawn error's errno, with what to do about it. */
+function notStarted(error: unknown, argv: readonly string[], shown: string, program: string): SmiError {
+  const errno = (error as NodeJS.ErrnoException | undefined)?.code
+  const details = {argv, line: null, exitCode: null, stdout: ''}
+  if (errno === 'ENOENT') {
+    return new SmiError('SMI_NOT_FOUND', `${program} was not found`, details, {
+      cause: error,
+      fix: [`install the NVIDIA driver, or point ${HOST_ENV.nvidiaSmi} at nvidia-smi`],
+    })
+  }
+  if (errno === 'EACCES') {
+    return new SmiError('SMI_NOT_EXECUTABLE', `${program} cannot be run: permission denied (not executable, or a directory)`, details, {
+      cause: error,
+      fix: [`make it executable (chmod +x ${program}), or point ${HOST_ENV.nvidiaSmi} at an executable nvidia-smi`],
+    })
+  }
+  const reason = errno ?? (error instanceof Error ? error.message : String(error))
+  return new SmiError('SMI_FAILED', `${shown} could not be started (${reason})`, details, {cause: error, fix: ['rerun with DEBUG=gpu-cosplay* for details']})
+}
+
 function fixFor(code: string): string[] {
   switch (code) {
     case 'SMI_PERMISSION':
-      return ['run as root, or set GPU_COSPLAY_SUDO=1 with passwordless sudo for nvidia-smi']
+      return ['run as root, or allow passwordless sudo for nvidia-smi (gpu-cosplay uses sudo -n when it may)']
     case 'MIG_NO_FREE_SLOT':
       return ['see who holds the slices: gpu-cosplay status']
     case 'GPU_IN_USE':

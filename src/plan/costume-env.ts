@@ -3,11 +3,14 @@ import type {Plan} from './types.js'
 
 /**
  * The environment the costume (runtime-hooks/) reads inside the container. VRAM figures are binary,
- * as nvidia-smi shows them; the fraction is rounded down to 4 decimals like the Python side.
+ * as nvidia-smi shows them. The memory fraction is the one in runtime-hooks/gpu_cosplay_env.py
+ * (mem_fraction + format_fraction): floored to 4 decimals in integer arithmetic, clamped to [0.0001, 1],
+ * always printed with 4 decimals; verify.py compares the strings, and test/unit/plan/costume-contract.test.ts
+ * runs the Python side over every (host model x target) plan.
  */
 export function costumeEnv(plan: Plan, target: {hasTf32: boolean}, physicalMiB: number, sessionName: string): Record<string, string> {
   const capMiB = plan.vramCapMiB
-  const fraction = Math.min(1, Math.floor((capMiB / physicalMiB) * 10_000) / 10_000)
+  const fraction = memFraction(capMiB, physicalMiB)
   return {
     [COSTUME_ENV.card]: plan.target.key,
     [COSTUME_ENV.name]: plan.target.name,
@@ -22,8 +25,14 @@ export function costumeEnv(plan: Plan, target: {hasTf32: boolean}, physicalMiB: 
     [COSTUME_ENV.hasTf32]: target.hasTf32 ? '1' : '0',
     [COSTUME_ENV.session]: sessionName,
     XLA_PYTHON_CLIENT_PREALLOCATE: 'false',
-    XLA_CLIENT_MEM_FRACTION: String(fraction),
-    XLA_PYTHON_CLIENT_MEM_FRACTION: String(fraction),
+    XLA_CLIENT_MEM_FRACTION: fraction,
+    XLA_PYTHON_CLIENT_MEM_FRACTION: fraction,
     CUPY_GPU_MEMORY_LIMIT: String(capMiB * 1024 * 1024),
   }
+}
+
+/** cap / physical as 4 decimals, e.g. "0.5000" (Python: "%.4f" % (int(cap * 10000 // phys) / 10000.0)). */
+export function memFraction(capMiB: number, physicalMiB: number): string {
+  const tenThousandths = Math.min(10_000, Math.max(1, Math.floor((capMiB * 10_000) / physicalMiB)))
+  return (tenThousandths / 10_000).toFixed(4)
 }

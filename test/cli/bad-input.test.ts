@@ -45,11 +45,23 @@ const CASES: Case[] = [
     env: () => ({GPU_COSPLAY_CATALOG_DIR: catalogDir('version: 1\ntargets:\n  - key: foo\n    name: Foo\n')}),
   },
   {name: 'nvidia-smi missing', args: ['plan', '3090'], exit: 3, code: 'SMI_NOT_FOUND', env: () => ({GPU_COSPLAY_NVIDIA_SMI: '/nonexistent/nvidia-smi'})},
+  {name: 'nvidia-smi not executable', args: ['plan', '3090'], exit: 3, code: 'SMI_NOT_EXECUTABLE', env: () => ({GPU_COSPLAY_NVIDIA_SMI: notExecutable()})},
   {name: 'nvidia-smi failing', args: ['plan', '3090'], exit: 3, code: 'SMI_FAILED', sim: (s) => void s.failNext({match: '-q'})},
   {name: 'nvidia-smi failing on mig -lgi', args: ['plan', '3090'], exit: 3, code: 'SMI_FAILED', sim: (s) => void s.failNext({match: '-lgi'})},
   {name: 'nvidia-smi printing garbage', args: ['plan', '3090'], exit: 3, code: 'SMI_UNPARSEABLE', sim: (s) => void s.set('garbage', true)},
+  {name: 'unknown command', args: ['plna', '3090'], exit: 2, code: 'UNKNOWN_COMMAND'},
+  {name: 'extra argument to a command without arguments', args: ['ps', 'extra-arg'], exit: 2, code: 'BAD_USAGE'},
+  {name: 'help for an unknown command', args: ['help', 'plna'], exit: 2, code: 'UNKNOWN_COMMAND'},
+  {name: 'a GPU name with a newline', args: ['info', 'a\nb'], exit: 2, code: 'UNKNOWN_GPU'},
+  {name: 'a session name with terminal escapes', args: ['ssh-config', 'x\u001b[31m\u0007\u009b'], exit: 2, code: 'UNKNOWN_SESSION'},
   {name: 'no GPU instance fits', args: ['plan', 'a100-80g'], exit: 3, code: 'MIG_NO_FREE_SLOT', sim: (s) => void s.createInstances(0, [19])},
 ]
+
+function notExecutable(): string {
+  const path = join(tempDir(), 'nvidia-smi')
+  writeFileSync(path, '#!/bin/sh\necho never\n', {mode: 0o644})
+  return path
+}
 
 function catalogDir(text: string): string {
   const dir = tempDir()
@@ -95,7 +107,12 @@ describe.each(CASES)('$name', (c) => {
     expect(Array.isArray(json.error.fix)).toBe(true)
     expect(result.stdout).not.toContain('    at ')
     expect(sim.stateText()).toBe(before)
-    expect(sim.calls().slice(mark).filter((call) => call.argv.some((a) => /^-(cgi|cci|dci|dgi|mig|lgc|rgc|pl|pm)$/.test(a)))).toEqual([])
+    expect(
+      sim
+        .calls()
+        .slice(mark)
+        .filter((call) => call.argv.some((a) => /^-(cgi|cci|dci|dgi|mig|lgc|rgc|pl|pm)$/.test(a))),
+    ).toEqual([])
   })
 })
 
@@ -110,6 +127,35 @@ describe('specific fixes', () => {
     const result = runCli(['plan', '3090'], sim.env())
     // eslint-disable-next-line no-control-regex
     expect(result.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/)
+  })
+
+  it('an unknown command suggests the closest one, without gluing its arguments to the name', () => {
+    const result = runCli(['plna', '3090', '--json'], baseEnv())
+    const {error} = JSON.parse(result.stdout)
+    expect(error.message).toContain('plna')
+    expect(error.message).not.toContain('3090')
+    expect(error.fix.join(' ')).toContain('gpu-cosplay plan')
+  })
+
+  it('ps extra-arg is an unexpected argument to ps, not a command "ps:extra-arg"', () => {
+    const result = runCli(['ps', 'extra-arg'], baseEnv())
+    expect(result.stderr).toContain('extra-arg')
+    expect(result.stderr).not.toMatch(/ps:extra-arg|ps extra-arg/)
+  })
+
+  it.each([
+    ['info', 'a\nb'],
+    ['verify', 'x\u001b[31m\u0007'],
+    ['info', 'c1\u009b31m'],
+  ])('%s with control characters in its argument: escaped, one line, no raw control character', (command, name) => {
+    for (const json of [false, true]) {
+      const result = runCli(json ? [command, name, '--json'] : [command, name], baseEnv())
+      expect(result.exitCode).toBe(2)
+      // eslint-disable-next-line no-control-regex
+      expect(result.stdout + result.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
+      const message = json ? JSON.parse(result.stdout).error.message : result.stderr
+      expect(message).toMatch(/\\n|\\e|\\x9b/)
+    }
   })
 
   it('an unknown GPU lists close names', () => {

@@ -1,8 +1,10 @@
-import {Command} from '@oclif/core'
+import {Command, ux} from '@oclif/core'
 
 import {isCosplayError} from '../../core/errors.js'
 
 type ParseFailure = Error & {oclif?: {exit?: number}}
+
+export type Failure = {code: string; message: string; fix: string[]; exit: number}
 
 /**
  * Every command extends this. Layers throw CosplayError; here, and only here, it becomes one line on
@@ -12,18 +14,43 @@ export abstract class BaseCommand extends Command {
   static enableJsonFlag = true
 
   protected async catch(error: Error): Promise<unknown> {
-    const {code, message, fix, exit} = describeFailure(error)
-    if (this.jsonEnabled()) {
-      this.logJson({error: {code, message, fix, exit}})
-    } else {
-      const hint = fix.length > 0 ? ` (${fix.join('; ')})` : ''
-      process.stderr.write(`gpu-cosplay: ${message}${hint}\n`)
-    }
-    this.exit(exit)
+    const failure = describeFailure(error)
+    printFailure(failure, this.jsonEnabled())
+    this.exit(failure.exit)
   }
 }
 
-export function describeFailure(error: Error): {code: string; message: string; fix: string[]; exit: number} {
+/**
+ * The only place a failure is printed (BaseCommand.catch and the command-not-found hook both come here), so
+ * the one-line format holds for every message, whatever input it echoes.
+ */
+export function printFailure(failure: Failure, json: boolean): void {
+  const safe = escapeFailure(failure)
+  if (json) {
+    ux.stdout(ux.colorizeJson({error: safe}, {pretty: true}))
+  } else {
+    const hint = safe.fix.length > 0 ? ` (${safe.fix.join('; ')})` : ''
+    process.stderr.write(`gpu-cosplay: ${safe.message}${hint}\n`)
+  }
+}
+
+/** A failure as it may be shown: control characters in its message and fix made visible. */
+export function escapeFailure(failure: Failure): Failure {
+  return {...failure, message: escapeControl(failure.message), fix: failure.fix.map((line) => escapeControl(line))}
+}
+
+const NAMED_ESCAPES: Record<string, string> = {'\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001b': '\\e'}
+
+/**
+ * Shows C0 and C1 control characters (newline, ESC, BEL, CSI...) as visible escapes, so a name typed with a
+ * newline or a terminal escape can neither break the one-line error nor drive the user's terminal.
+ */
+export function escapeControl(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => NAMED_ESCAPES[char] ?? `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`)
+}
+
+export function describeFailure(error: Error): Failure {
   if (isCosplayError(error)) return {code: error.code, message: error.message, fix: error.fix, exit: error.exit}
   const parseExit = (error as ParseFailure).oclif?.exit
   if (parseExit !== undefined && parseExit !== 0) {

@@ -1,19 +1,28 @@
-import {homedir} from 'node:os'
+import {homedir, hostname} from 'node:os'
 
 import {hostStatus, type HostStatus, type SessionSummary} from '../../apply/host-status.js'
 import {resolveStateDir} from '../../apply/state-dir.js'
+import {listBooks} from '../../apply/book-store.js'
 import type {ContainerState} from '../../container/container-states.js'
 import {isCosplayError} from '../../core/errors.js'
 import {probeHost} from '../../host/probe.js'
+import {describeFailure, escapeFailure, type Failure} from './base-command.js'
 import {localSmi} from './context.js'
 
 export type SessionView = SessionSummary & {
   /** Docker's state of the session's container (running, exited...), 'missing' when recorded but gone, null without one */
   containerState: string | null
+  /**
+   * The session's process died half-way (starting or stopping, and its pid is gone on this host), or what it
+   * made is gone (its GPU instance or its container): `gpu-cosplay recover` cleans up.
+   */
+  crashed: boolean
 }
 
 export type HostView = Omit<HostStatus, 'sessions'> & {
   sessions: SessionView[]
+  /** why the GPUs could not be read (nvidia-smi missing, failing, or printing what we cannot parse); absent when they could */
+  error?: Failure
   containers: {
     reachable: boolean
     /** why Docker could not be asked, when it could not */
@@ -26,22 +35,28 @@ export type HostView = Omit<HostStatus, 'sessions'> & {
 /** Books, one probe and one Docker listing. Without nvidia-smi or Docker the records are still shown. */
 export async function readHostStatus(): Promise<HostView> {
   const stateDir = resolveStateDir(process.env, homedir())
+  let probeFailure: Failure | undefined
   const [probe, containers] = await Promise.all([
     probeHost(localSmi()).catch((error: unknown) => {
       if (!isCosplayError(error)) throw error
+      probeFailure = escapeFailure(describeFailure(error))
       return null
     }),
     import('../../container/container-states.js').then((m) => m.readContainerStates()),
   ])
   const status = hostStatus(probe, stateDir.dir, stateDir.isShared)
   const bySession = containers.reachable ? containers.bySession : {}
-  const sessions = status.sessions.map((s) => ({
-    ...s,
-    containerState: bySession[s.name]?.state ?? (s.container && containers.reachable ? 'missing' : null),
-  }))
+  const processOf = processesOf(stateDir.dir)
+  const sessions = status.sessions.map((s) => {
+    const containerState = bySession[s.name]?.state ?? (s.container && containers.reachable ? 'missing' : null)
+    const owner = processOf.get(s.name)
+    const diedHalfWay = s.phase !== 'active' && owner !== undefined && owner.hostname === hostname() && !isAlive(owner.pid)
+    return {...s, containerState, crashed: diedHalfWay || s.instanceMissing || containerState === 'missing'}
+  })
   const known = new Set(status.sessions.map((s) => s.name))
   return {
     ...status,
+    ...(probeFailure === undefined ? {} : {error: probeFailure}),
     sessions,
     containers: {
       reachable: containers.reachable,
@@ -50,5 +65,21 @@ export async function readHostStatus(): Promise<HostView> {
         .filter(([name]) => !known.has(name))
         .map(([session, c]) => ({...c, session})),
     },
+  }
+}
+
+/** The process that wrote each session (the `up` or `down` in flight while its phase is starting or stopping). */
+function processesOf(stateDir: string): Map<string, {pid: number; hostname: string}> {
+  const sessions = listBooks(stateDir).flatMap(({book}) => Object.values(book.sessions))
+  return new Map(sessions.map((s) => [s.name, {pid: s.pid, hostname: s.hostname}]))
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    // EPERM: it exists, it is someone else's
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
   }
 }

@@ -1,4 +1,8 @@
+import {readdirSync, readFileSync} from 'node:fs'
+
 import {describe, expect, it} from '@jest/globals'
+
+import {privilegesCheck} from '../../../src/commands/doctor.js'
 
 import {usageLine} from '../../../src/commands/support/base-command.js'
 import type {ExecOptions, ExecResult, Executor} from '../../../src/core/executor.js'
@@ -48,8 +52,14 @@ describe('checkSmiPrivileges', () => {
 
 describe('usageLine (oclif parse errors as one line)', () => {
   it.each([
-    ['Parsing --host-gpu \n\tExpected an integer greater than or equal to 0 but received: -1\nSee more help with --help', '--host-gpu: Expected an integer greater than or equal to 0 but received: -1'],
-    ['The following errors occurred:\n  --host-gpu=0 cannot also be provided when using --on\n  --on=h200 cannot also be provided when using --host-gpu\nSee more help with --help', '--host-gpu=0 cannot also be provided when using --on'],
+    [
+      'Parsing --host-gpu \n\tExpected an integer greater than or equal to 0 but received: -1\nSee more help with --help',
+      '--host-gpu: Expected an integer greater than or equal to 0 but received: -1',
+    ],
+    [
+      'The following errors occurred:\n  --host-gpu=0 cannot also be provided when using --on\n  --on=h200 cannot also be provided when using --host-gpu\nSee more help with --help',
+      '--host-gpu=0 cannot also be provided when using --on',
+    ],
     ['Missing 1 required arg:\ngpu  target GPU, e.g. 3090, t4, a100-80g\nSee more help with --help', 'Missing 1 required arg: gpu'],
     ['Nonexistent flag: --bogus\nSee more help with --help', 'Nonexistent flag: --bogus'],
     ['Expected --match=foo to be one of: balanced, fp32', 'Expected --match=foo to be one of: balanced, fp32'],
@@ -57,3 +67,33 @@ describe('usageLine (oclif parse errors as one line)', () => {
     expect(usageLine(message)).toBe(line)
   })
 })
+
+describe('privilegesCheck: GPU_COSPLAY_SUDO is gone (up and down use passwordless sudo by themselves)', () => {
+  it('passwordless sudo is enough: ok, nothing to export', () => {
+    const check = privilegesCheck({mode: 'sudo', detail: 'dev may run /usr/bin/nvidia-smi with passwordless sudo'}, '/usr/bin/nvidia-smi')
+    expect(check).toMatchObject({status: 'ok', fix: []})
+    expect(JSON.stringify(check)).not.toContain('GPU_COSPLAY_SUDO')
+  })
+
+  it('no root and no sudo: the fix names root or a sudoers line, not a variable', () => {
+    const check = privilegesCheck({mode: 'none', detail: 'dev is not root and sudo wants a password'}, '/usr/bin/nvidia-smi')
+    expect(check.status).toBe('missing')
+    expect(check.fix.join(' ')).toContain('NOPASSWD: /usr/bin/nvidia-smi')
+    expect(JSON.stringify(check)).not.toContain('GPU_COSPLAY_SUDO')
+  })
+
+  it('no message outside the lead-owned files recommends GPU_COSPLAY_SUDO', () => {
+    const offenders = sourceFiles('src')
+      .filter((file) => !file.startsWith('src/apply/') && file !== 'src/commands/support/resolve-plan-host.ts')
+      .concat(['README.md'])
+      .filter((file) => readFileSync(file, 'utf8').includes('GPU_COSPLAY_SUDO'))
+    expect(offenders).toEqual([])
+  })
+})
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, {withFileTypes: true}).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`
+    return entry.isDirectory() ? sourceFiles(path) : path.endsWith('.ts') ? [path] : []
+  })
+}

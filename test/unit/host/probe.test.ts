@@ -46,7 +46,7 @@ function withMigEnabled(text: string, gpuIndices: readonly number[]): string {
 /** The H100 -lgip capture is one GPU's; a copy relabelled as GPU 3 stands in for a second MIG GPU. */
 function lgipFor(gpuIndices: readonly number[]): string {
   const one = fixture('h100-sxm-80gb__mig-lgip.txt')
-  return gpuIndices.map((index) => one.replace(/^\|   0  MIG/gm, `|   ${index}  MIG`)).join('')
+  return gpuIndices.map((index) => one.replace(/^\| {3}0 {2}MIG/gm, `|   ${index}  MIG`)).join('')
 }
 
 const smiFor = (executor: Executor) => new Smi(executor, {path: 'nvidia-smi', sudo: false})
@@ -112,10 +112,25 @@ describe('probeHost', () => {
     const probe = await probeHost(smiFor(executor))
     expect(executor.seen).toEqual(['-q', 'mig -lgip', 'mig -lgi'])
     expect(probe.smiCalls).toBe(3)
-    expect(probe.gpus.map((gpu) => gpu.migMode?.current)).toEqual(['enabled', 'disabled', 'disabled', 'enabled', 'disabled', 'disabled', 'disabled', 'disabled'])
+    expect(probe.gpus.map((gpu) => gpu.migMode?.current)).toEqual([
+      'enabled',
+      'disabled',
+      'disabled',
+      'enabled',
+      'disabled',
+      'disabled',
+      'disabled',
+      'disabled',
+    ])
     expect(probe.gpus[0].migProfiles).toHaveLength(7)
     expect(probe.gpus[3].migProfiles?.find((profile) => profile.name === '3g.40gb')).toEqual({
-      gpuIndex: 3, name: '3g.40gb', id: 9, free: 2, total: 2, memoryGiB: 39.5, smCount: 60,
+      gpuIndex: 3,
+      name: '3g.40gb',
+      id: 9,
+      free: 2,
+      total: 2,
+      memoryGiB: 39.5,
+      smCount: 60,
     })
     expect(probe.gpus[1].migProfiles).toBeNull()
     expect(probe.gpus[0].gpuInstances.map((instance) => instance.id)).toEqual([7, 8, 9, 10, 11, 12, 13])
@@ -148,6 +163,25 @@ describe('probeHost', () => {
       'mig -lgi': {stdout: ''},
     })
     await expect(probeHost(smiFor(executor))).rejects.toMatchObject({code: 'SMI_UNPARSEABLE', message: expect.stringContaining('nvidia-smi mig -lgip')})
+  })
+
+  test.each([
+    {what: 'cut before the UUID of its only GPU', cut: (text: string) => text.slice(0, text.indexOf('    GPU UUID'))},
+    {what: 'cut in the middle of the UUID', cut: (text: string) => text.slice(0, text.indexOf('GPU-cb3dfa52') + 'GPU-cb3dfa52-e2f3'.length)},
+    {what: 'a UUID printed as N/A', cut: (text: string) => text.replace(/(GPU UUID\s+: ).*/, '$1N/A')},
+  ])('a -q $what is refused as SMI_INCOMPLETE: nothing may be keyed by an empty UUID', async ({cut}) => {
+    const text = cut(fixture('h200-sxm-141gb__nvidia-smi-a.txt'))
+    const error = await probeHost(smiFor(new FixtureExecutor({'-q': {stdout: text}}))).catch((caught: unknown) => caught)
+    expect(isCosplayError(error) && [error.code, error.exit]).toEqual(['SMI_INCOMPLETE', 3])
+  })
+
+  test('an 8-GPU -q cut inside its fourth GPU block is refused, naming that GPU', async () => {
+    const full = fixture('h100-sxm-80gb-x8__nvidia-smi-a.txt')
+    const blocks = [...full.matchAll(/^GPU [0-9A-F]{8}:/gm)].map((m) => m.index!)
+    const text = full.slice(0, blocks[3] + 200)
+    const error = await probeHost(smiFor(new FixtureExecutor({'-q': {stdout: text}}))).catch((caught: unknown) => caught)
+    expect(isCosplayError(error) && [error.code, error.exit]).toEqual(['SMI_INCOMPLETE', 3])
+    expect((error as Error).message).toContain('GPU 3')
   })
 
   test.each([

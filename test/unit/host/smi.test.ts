@@ -89,6 +89,15 @@ describe('Smi', () => {
     expect(error.cause).toBe(missing)
   })
 
+  test('a binary that is not executable (EACCES) says so, with the fix', async () => {
+    const denied = Object.assign(new Error('spawn /opt/nvidia-smi EACCES'), {code: 'EACCES'})
+    const error = await failureOf(new Smi(new ScriptedExecutor(denied), {path: '/opt/nvidia-smi', sudo: false}).read(['-q']))
+    expect([error.code, error.exit]).toEqual(['SMI_NOT_EXECUTABLE', 3])
+    expect(error.message).toContain('/opt/nvidia-smi')
+    expect(error.fix.join(' ')).toContain('chmod +x /opt/nvidia-smi')
+    expect(error.cause).toBe(denied)
+  })
+
   test('a hang past timeoutMs is SMI_TIMEOUT', async () => {
     const smi = new Smi(new ScriptedExecutor({exitCode: 124, timedOut: true}), {path: 'nvidia-smi', sudo: false, timeoutMs: 50})
     const error = await failureOf(smi.read(['-q']))
@@ -99,33 +108,80 @@ describe('Smi', () => {
 
 describe('classifySmiFailure', () => {
   const rows: Array<{file: string; code: string; exit: number; line: string}> = [
-    {file: 'a100-sxm4-40gb__mig-cgi-19-19-14-9-insufficient-resources.txt', code: 'MIG_NO_FREE_SLOT', exit: 3,
-      line: 'Unable to create a GPU instance on GPU 0 using profile 9: Insufficient Resources'},
-    {file: 'gh200-96gb__mig-cgi-error-insufficient-resources.txt', code: 'MIG_NO_FREE_SLOT', exit: 3,
-      line: 'Unable to create a GPU instance on GPU 0 using profile 20: Insufficient Resources'},
-    {file: 'gh200-96gb__mig-cgi-error-in-use-by-another-client.txt', code: 'GPU_IN_USE', exit: 3,
-      line: 'Unable to create a GPU instance on GPU 0 using profile 20: In use by another client'},
-    {file: 'gh200-96gb__mig-0-error-in-use-by-another-client.txt', code: 'GPU_IN_USE', exit: 3,
-      line: 'Unable to disable MIG Mode for GPU 00000009:01:00.0: In use by another client'},
+    {
+      file: 'a100-sxm4-40gb__mig-cgi-19-19-14-9-insufficient-resources.txt',
+      code: 'MIG_NO_FREE_SLOT',
+      exit: 3,
+      line: 'Unable to create a GPU instance on GPU 0 using profile 9: Insufficient Resources',
+    },
+    {
+      file: 'gh200-96gb__mig-cgi-error-insufficient-resources.txt',
+      code: 'MIG_NO_FREE_SLOT',
+      exit: 3,
+      line: 'Unable to create a GPU instance on GPU 0 using profile 20: Insufficient Resources',
+    },
+    {
+      file: 'gh200-96gb__mig-cgi-error-in-use-by-another-client.txt',
+      code: 'GPU_IN_USE',
+      exit: 3,
+      line: 'Unable to create a GPU instance on GPU 0 using profile 20: In use by another client',
+    },
+    {
+      file: 'gh200-96gb__mig-0-error-in-use-by-another-client.txt',
+      code: 'GPU_IN_USE',
+      exit: 3,
+      line: 'Unable to disable MIG Mode for GPU 00000009:01:00.0: In use by another client',
+    },
     // No space after the colon in this one.
-    {file: 'a100-pcie-80gb__mig-1-pending-in-use-by-another-client.txt', code: 'GPU_IN_USE', exit: 3,
-      line: 'Warning: MIG mode is in pending enable state for GPU 00000001:00:00.0:In use by another client'},
-    {file: 'cmp170hx-modded__mig-cgi-7g40gb-C-invalid-argument.txt', code: 'SMI_INVALID_ARGUMENT', exit: 3,
-      line: 'Unable to create a GPU instance on GPU 0 using profile 7g.40gb: Invalid Argument'},
-    {file: 'hopper-700w-x4__pl-50-invalid-partial.txt', code: 'SMI_INVALID_ARGUMENT', exit: 3,
-      line: 'Provided power limit 50.00 W is not a valid power limit which should be between 200.00 W and 700.00 W for GPU 00000000:06:00.0'},
-    {file: 't4__pl-invalid-value-out-of-range.txt', code: 'SMI_INVALID_ARGUMENT', exit: 3,
-      line: 'Provided power limit 150.00 W is not a valid power limit which should be between 60.00 W and 70.00 W for GPU 00000000:00:04.0'},
-    {file: 'unknown-gpu-in-container__pl-insufficient-permissions.txt', code: 'SMI_PERMISSION', exit: 4,
-      line: 'Failed to set power management limit for GPU 00000000:01:00.0: Insufficient Permissions'},
-    {file: 'a100-sxm4-80gb__lgc-or-ac-permission-denied.txt', code: 'SMI_PERMISSION', exit: 4,
-      line: 'The current user does not have permission to change clocks for GPU 00000000:C1:00.0.'},
-    {file: 'a100-vm-passthrough__gpu-reset-not-supported.txt', code: 'SMI_NOT_SUPPORTED', exit: 3,
-      line: 'Resetting GPU 00000000:00:03.0 is not supported.'},
-    {file: 'a100-vm-passthrough__mig-1-pending-enable-not-supported.txt', code: 'SMI_NOT_SUPPORTED', exit: 3,
-      line: 'Warning: MIG mode is in pending enable state for GPU 00000000:00:03.0:Not Supported'},
-    {file: 'gb10-dgx-spark__pl-not-supported-in-current-scope.txt', code: 'SMI_NOT_SUPPORTED', exit: 3,
-      line: 'Changing power management limit is not supported in current scope for GPU: 0000000F:01:00.0.'},
+    {
+      file: 'a100-pcie-80gb__mig-1-pending-in-use-by-another-client.txt',
+      code: 'GPU_IN_USE',
+      exit: 3,
+      line: 'Warning: MIG mode is in pending enable state for GPU 00000001:00:00.0:In use by another client',
+    },
+    {
+      file: 'cmp170hx-modded__mig-cgi-7g40gb-C-invalid-argument.txt',
+      code: 'SMI_INVALID_ARGUMENT',
+      exit: 3,
+      line: 'Unable to create a GPU instance on GPU 0 using profile 7g.40gb: Invalid Argument',
+    },
+    {
+      file: 'hopper-700w-x4__pl-50-invalid-partial.txt',
+      code: 'SMI_INVALID_ARGUMENT',
+      exit: 3,
+      line: 'Provided power limit 50.00 W is not a valid power limit which should be between 200.00 W and 700.00 W for GPU 00000000:06:00.0',
+    },
+    {
+      file: 't4__pl-invalid-value-out-of-range.txt',
+      code: 'SMI_INVALID_ARGUMENT',
+      exit: 3,
+      line: 'Provided power limit 150.00 W is not a valid power limit which should be between 60.00 W and 70.00 W for GPU 00000000:00:04.0',
+    },
+    {
+      file: 'unknown-gpu-in-container__pl-insufficient-permissions.txt',
+      code: 'SMI_PERMISSION',
+      exit: 4,
+      line: 'Failed to set power management limit for GPU 00000000:01:00.0: Insufficient Permissions',
+    },
+    {
+      file: 'a100-sxm4-80gb__lgc-or-ac-permission-denied.txt',
+      code: 'SMI_PERMISSION',
+      exit: 4,
+      line: 'The current user does not have permission to change clocks for GPU 00000000:C1:00.0.',
+    },
+    {file: 'a100-vm-passthrough__gpu-reset-not-supported.txt', code: 'SMI_NOT_SUPPORTED', exit: 3, line: 'Resetting GPU 00000000:00:03.0 is not supported.'},
+    {
+      file: 'a100-vm-passthrough__mig-1-pending-enable-not-supported.txt',
+      code: 'SMI_NOT_SUPPORTED',
+      exit: 3,
+      line: 'Warning: MIG mode is in pending enable state for GPU 00000000:00:03.0:Not Supported',
+    },
+    {
+      file: 'gb10-dgx-spark__pl-not-supported-in-current-scope.txt',
+      code: 'SMI_NOT_SUPPORTED',
+      exit: 3,
+      line: 'Changing power management limit is not supported in current scope for GPU: 0000000F:01:00.0.',
+    },
     {file: 'a30__mig-lgi-no-gpu-instances-found.txt', code: 'SMI_NOT_FOUND_INSTANCE', exit: 3, line: 'No GPU instances found: Not Found'},
     {file: 'gh200-96gb__mig-dci-no-gpu-instances-found.txt', code: 'SMI_NOT_FOUND_INSTANCE', exit: 3, line: 'No GPU instances found: Not Found'},
     {file: 't4__nvidia-smi-i-1-no-devices-found.txt', code: 'NO_GPU', exit: 3, line: 'No devices were found'},

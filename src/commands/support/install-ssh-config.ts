@@ -1,0 +1,38 @@
+import {existsSync, mkdirSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+export type InstalledSshConfig = {
+  /** the session's own file, rewritten on every install: a new port replaces the old one */
+  readonly entryFile: string
+  /** ~/.ssh/config, which includes every session file through one line */
+  readonly configFile: string
+  /** false when ~/.ssh/config already had the line */
+  readonly includeAdded: boolean
+}
+
+/**
+ * Writes the Host entry to ~/.ssh/gpu-cosplay/SESSION.conf and makes sure ~/.ssh/config starts with one
+ * `Include` of that folder. Appending entries instead leaves a stale one behind each time a session comes back
+ * on a new port, and ssh uses the first match. The Include goes first in the file: after a `Host` line it would
+ * only apply inside that block. The path is absolute so that `ssh -F FILE` finds it too.
+ */
+export function installSshConfig(sshDir: string, session: string, entry: string): InstalledSshConfig {
+  const folder = join(sshDir, 'gpu-cosplay')
+  mkdirSync(folder, {recursive: true, mode: 0o700})
+  const entryFile = join(folder, `${session}.conf`)
+  writeAtomically(entryFile, `# written by gpu-cosplay ssh-config --install; rewritten on the next install\n${entry}\n`)
+
+  const configFile = join(sshDir, 'config')
+  const include = `Include ${join(folder, '*.conf')}`
+  const current = existsSync(configFile) ? readFileSync(configFile, 'utf8') : ''
+  const includeAdded = !current.split('\n').some((line) => line.trim() === include)
+  if (includeAdded) writeAtomically(configFile, `${include}\n${current.length > 0 && !current.startsWith('\n') ? '\n' : ''}${current}`)
+  return {entryFile, configFile, includeAdded}
+}
+
+function writeAtomically(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`
+  // ssh refuses a config that others may write
+  writeFileSync(tmp, text, {mode: 0o600})
+  renameSync(tmp, file)
+}

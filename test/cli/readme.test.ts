@@ -1,0 +1,32 @@
+import {spawnSync} from 'node:child_process'
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {afterAll, expect, it, jest} from '@jest/globals'
+
+import {baseEnv, cleanupTemps, ROOT, runJson, tempDir} from './support/run-cli.js'
+
+jest.setTimeout(60_000)
+afterAll(cleanupTemps)
+
+it("the README's example user catalog file loads, and its target can be shown and planned", () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+  const section = readme.slice(readme.indexOf('## Catalog'))
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1]
+  expect(yaml).toContain('targets:')
+  const dir = tempDir()
+  mkdirSync(dir, {recursive: true})
+  writeFileSync(join(dir, 'example.yaml'), yaml!)
+  const env = baseEnv({GPU_COSPLAY_CATALOG_DIR: dir})
+  const info = runJson(['info', 'a2000'], env)
+  expect(info.exitCode).toBe(0)
+  expect(info.json.key).toBe('rtx_a2000')
+  const plan = runJson(['plan', 'a2000', '--on', 'h200'], env)
+  expect(plan.exitCode).toBe(0)
+})
+
+it("the README's command reference is what npm run readme generates from the commands", () => {
+  const result = spawnSync(process.execPath, [join(ROOT, 'scripts', 'readme.mjs'), '--check'], {cwd: ROOT, encoding: 'utf8'})
+  expect(result.stderr).toBe('')
+  expect(result.status).toBe(0)
+})

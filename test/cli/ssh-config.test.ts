@@ -1,0 +1,82 @@
+import {spawnSync} from 'node:child_process'
+import {mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {afterAll, describe, expect, it, jest} from '@jest/globals'
+
+import {cleanupTemps, type Env, runCli, runJson, Sim} from './support/run-cli.js'
+
+jest.setTimeout(60_000)
+afterAll(cleanupTemps)
+
+const hasSsh = spawnSync('ssh', ['-V']).status === 0
+
+/** A session as `up` records it once its container runs with sshd on `port` (no Docker needed to read it back). */
+function sessionWithSsh(env: Env, name: string, port: number): void {
+  expect(runJson(['up', '3090', '--no-container', '--name', name], env).exitCode).toBe(0)
+  const dir = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
+  const file = join(
+    dir,
+    readdirSync(dir).find((f) => f.endsWith('.json') && !f.startsWith('.'))!,
+  )
+  const book = JSON.parse(readFileSync(file, 'utf8'))
+  const session = book.sessions[name]
+  session.container = {id: 'f'.repeat(64), name: `gpu-cosplay-${name}`, image: 'gpu-cosplay:test', sshPort: port}
+  session.journal.push({
+    kind: 'start-container',
+    state: 'done',
+    params: {spec: {sshPort: port, sshBindAddress: '127.0.0.1', binds: [], env: {GPU_COSPLAY_USER: 'dev', GPU_COSPLAY_UID: '1000', GPU_COSPLAY_GID: '1000'}}},
+    prior: {},
+    result: {sshBindAddress: '127.0.0.1'},
+  })
+  writeFileSync(file, JSON.stringify(book))
+}
+
+function resolvedPort(env: Env, host: string): string | undefined {
+  const result = spawnSync('ssh', ['-G', '-F', join(env.HOME!, '.ssh', 'config'), host], {encoding: 'utf8', env: {PATH: process.env.PATH, HOME: env.HOME}})
+  expect(result.stderr).toBe('')
+  return /^port (\d+)$/m.exec(result.stdout)?.[1]
+}
+
+describe('ssh-config', () => {
+  it('prints the Host entry on stdout by default, and writes nothing', () => {
+    const env = Sim.create('h200', 1).env()
+    sessionWithSsh(env, 'demo', 40022)
+    const result = runCli(['ssh-config', 'demo'], env)
+    expect(result.exitCode).toBe(0)
+    expect(result.stdout).toMatch(/^Host gpu-cosplay-demo$/m)
+    expect(result.stdout).toMatch(/^ {2}Port 40022$/m)
+    expect(() => readdirSync(join(env.HOME!, '.ssh'))).toThrow()
+  })
+
+  ;(hasSsh ? it : it.skip)('--install twice with a new port in between: OpenSSH (ssh -G) resolves the new port, not a stale one', () => {
+    const env = Sim.create('h200', 1).env()
+    // the user's own config, with a catch-all block an appended Include would fall into
+    mkdirSync(join(env.HOME!, '.ssh'), {recursive: true})
+    writeFileSync(join(env.HOME!, '.ssh', 'config'), 'Host *\n  ServerAliveInterval 30\n')
+    sessionWithSsh(env, 'demo', 40022)
+    const first = runJson(['ssh-config', 'demo', '--install'], env)
+    expect(first.exitCode).toBe(0)
+    expect(first.json.installed).toMatchObject({includeAdded: true})
+    expect(resolvedPort(env, 'gpu-cosplay-demo')).toBe('40022')
+
+    // the session comes back on another port
+    const stateGpus = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
+    const file = join(
+      stateGpus,
+      readdirSync(stateGpus).find((f) => f.endsWith('.json') && !f.startsWith('.'))!,
+    )
+    const book = JSON.parse(readFileSync(file, 'utf8'))
+    book.sessions.demo.container.sshPort = 40777
+    book.sessions.demo.journal.find((e: {kind: string}) => e.kind === 'start-container').params.spec.sshPort = 40777
+    writeFileSync(file, JSON.stringify(book))
+
+    const second = runJson(['ssh-config', 'demo', '--install'], env)
+    expect(second.exitCode).toBe(0)
+    expect(second.json.installed).toMatchObject({includeAdded: false})
+    expect(resolvedPort(env, 'gpu-cosplay-demo')).toBe('40777')
+    const config = readFileSync(join(env.HOME!, '.ssh', 'config'), 'utf8')
+    expect(config.match(/^Include /gm)).toHaveLength(1)
+    expect(config).toContain('ServerAliveInterval 30')
+  })
+})
