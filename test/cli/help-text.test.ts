@@ -9,7 +9,7 @@ import {expect, it} from '@jest/globals'
 import {ROOT} from './support/run-cli.js'
 
 // the lead is rewriting these four in the same change; drop them from here once that has landed
-const NOT_YET = new Set(['up', 'down', 'recover', 'reset'])
+const NOT_YET = new Set<string>()
 
 function descriptions(): Record<string, string> {
   const script = `

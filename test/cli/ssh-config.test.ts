@@ -21,11 +21,11 @@ function sessionWithSsh(env: Env, name: string, port: number): void {
   )
   const book = JSON.parse(readFileSync(file, 'utf8'))
   const session = book.sessions[name]
-  session.container = {id: 'f'.repeat(64), name: `gpu-cosplay-${name}`, image: 'gpu-cosplay:test', sshPort: port}
+  session.container = {id: 'f'.repeat(64), name: `gpu-cosplay-${name}`, image: 'gpu-cosplay:test', sshPort: port, sshHost: '127.0.0.1', user: 'dev', uid: 1000, gid: 1000, workspace: null}
   session.journal.push({
     kind: 'start-container',
     state: 'done',
-    params: {spec: {sshPort: port, sshBindAddress: '127.0.0.1', binds: [], env: {GPU_COSPLAY_USER: 'dev', GPU_COSPLAY_UID: '1000', GPU_COSPLAY_GID: '1000'}}},
+    params: {spec: {sshPort: port, sshBindAddress: '127.0.0.1', binds: [], env: {}}, access: {user: 'dev', uid: 1000, gid: 1000, workspace: null}},
     prior: {},
     result: {sshBindAddress: '127.0.0.1'},
   })

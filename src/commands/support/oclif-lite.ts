@@ -17,6 +17,7 @@ export type LiteFlag = {
   options?: readonly string[]
   default?: unknown
   exclusive?: readonly string[]
+  dependsOn?: readonly string[]
   min?: number
   multiple?: boolean
   char?: string
@@ -120,6 +121,7 @@ export abstract class Command {
         continue
       }
       if (flag.exclusive?.some((other) => other in raw)) throw new FallBack()
+      if (flag.dependsOn?.some((other) => !(other in raw))) throw new FallBack()
       if (value === true) {
         flags[name] = true
         continue
