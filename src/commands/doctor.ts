@@ -8,6 +8,7 @@ import {isCosplayError} from '../core/errors.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {HOST_ENV} from '../core/names.js'
 import {checkSmiPrivileges, type SmiPrivileges} from '../host/privileges.js'
+import {findMpsControl, mpsControlPathFrom} from '../host/mps.js'
 import {probeHost} from '../host/probe.js'
 import {smiPathFrom} from '../host/smi.js'
 import type {HostGpu, HostProbe} from '../host/types.js'
@@ -85,6 +86,7 @@ export default class Doctor extends BaseCommand {
       docker,
       containerRuntimeCheck(process.env),
       privilegesCheck(privileges, smiPath ?? 'nvidia-smi'),
+      mpsCheck(),
       await stateDirCheck(),
     ]
     const result: DoctorResult = {
@@ -99,18 +101,33 @@ export default class Doctor extends BaseCommand {
   }
 }
 
-/** Sessions of a team only see each other through a shared state directory. */
-async function stateDirCheck(): Promise<DoctorCheck> {
-  const {resolveStateDir} = await import('../apply/state-dir.js')
-  const name = 'state directory'
-  try {
-    const dir = resolveStateDir(process.env, homedir())
-    if (dir.warning) return {name, status: 'warn', detail: dir.warning, fix: [`sudo mkdir -p /var/lib/gpu-cosplay && sudo chmod 1777 /var/lib/gpu-cosplay`]}
-    return {name, status: 'ok', detail: `${dir.dir} (shared)`, fix: []}
-  } catch (error) {
-    if (!isCosplayError(error)) throw error
-    return {name, status: 'missing', detail: error.message, fix: error.fix}
+/** Per-session shaping needs NVIDIA's MPS control binary; without it up falls back to GPU-wide knobs. */
+function mpsCheck(): DoctorCheck {
+  const name = 'mps'
+  const found = findMpsControl(process.env)
+  if (found) return {name, status: 'ok', detail: `${found}: each session is shaped inside its own slice (SMs, hard VRAM cap)`, fix: []}
+  return {
+    name,
+    status: 'warn',
+    detail: `${mpsControlPathFrom(process.env)} not found: sessions on a slice fall back to the GPU-wide clock lock and power limit, which bind every tenant, and the VRAM cap holds for torch/JAX/CuPy only`,
+    fix: ['install the driver\'s nvidia-cuda-mps-control (it ships with the NVIDIA driver utilities), or point GPU_COSPLAY_MPS_CONTROL at it'],
   }
+}
+
+/** Sessions of a team only see each other through a shared state directory. Reads only: creates nothing. */
+async function stateDirCheck(): Promise<DoctorCheck> {
+  const {findStateDir, SHARED_STATE_DIR} = await import('../apply/state-dir.js')
+  const name = 'state directory'
+  const dir = findStateDir(process.env, homedir())
+  const fix = [`sudo mkdir -p ${SHARED_STATE_DIR} && sudo chmod 1777 ${SHARED_STATE_DIR}`]
+  if (dir === null) return {name, status: 'ok', detail: 'none yet: the first up creates it (shared if it can)', fix: []}
+  try {
+    accessSync(dir.dir, constants.W_OK)
+  } catch {
+    return {name, status: 'missing', detail: `${dir.dir} is not writable for you`, fix}
+  }
+  if (!dir.isShared) return {name, status: 'warn', detail: `${dir.dir} is yours alone: other users' sessions on these GPUs are not visible`, fix}
+  return {name, status: 'ok', detail: `${dir.dir} (shared)`, fix: []}
 }
 
 /** Where a program would be run from: a path is checked as it is, a bare name is looked up on PATH. */
@@ -213,6 +230,16 @@ function gpuCheck(gpu: DoctorGpu, probed: HostGpu): DoctorCheck {
       status: 'warn',
       detail: `${base}; turning MIG ${to} waits for a GPU reset`,
       fix: [`reset the GPU while it is idle (nvidia-smi -i ${gpu.index} -r), or reboot`],
+    }
+  }
+  if (gpu.migCapable && !gpu.migEnabled && probed.processes.length > 0) {
+    // up (and plan) refuse: MIG mode can only be turned on on an idle GPU
+    const pids = probed.processes.map((p) => p.pid).join(', ')
+    return {
+      name,
+      status: 'warn',
+      detail: `${base}; ${probed.processes.length} process(es) use it (pid ${pids}), so MIG cannot be turned on: up refuses this GPU until it is idle`,
+      fix: ['stop those processes, or use another GPU: --host-gpu N'],
     }
   }
   if (probed.unavailable.length > 0) {

@@ -2,7 +2,7 @@ import {Args, Flags, ux} from '@oclif/core'
 
 import type {ClosedSession} from '../apply/tear-down.js'
 import {InputError} from '../core/errors.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand, escapeControl} from './support/base-command.js'
 
 export type DownResult = {closed: ClosedSession[]}
 
@@ -32,7 +32,7 @@ Only the owner (or root) can end a session. A name given twice is ended once.`
           .filter((l) => ctx.isRoot || l.session.owner.uid === ctx.owner.uid)
           .map((l) => l.session.name)
       : names
-    if (!this.jsonEnabled() && chosen.length > 0) ux.action.start(`Ending ${chosen.join(', ')}`)
+    if (!this.jsonEnabled() && chosen.length > 0) ux.action.start(`Ending ${escapeControl(chosen.join(', '))}`)
     try {
       const closed = await tearDown(chosen, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
       if (!this.jsonEnabled()) {

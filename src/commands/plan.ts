@@ -76,6 +76,8 @@ export default class Plan extends BaseCommand {
   }
 }
 
+const AXIS_NAMES = {fp32: 'FP32', bf16: 'BF16 tensor', 'fp16-tensor': 'FP16 tensor', bandwidth: 'bandwidth'} as const
+
 export function renderPlan(plan: PlanResult): string {
   const where = plan.host.index === null ? `${plan.host.name} (model ${plan.host.model}, assumed idle)` : `GPU ${plan.host.index}: ${plan.host.name}`
   const slice = plan.mig
@@ -98,6 +100,9 @@ export function renderPlan(plan: PlanResult): string {
     // the VRAM cap is exact: nothing to calibrate
     row('VRAM GiB', plan.expected.vramGB, plan.expected.vramGB, plan.target.vramGB, plan.errors.vramPct, [null, null]),
   ]
+  // A target without BF16 is matched on its FP16 tensor figure: show that axis too, so the trade is visible.
+  const fp16 = plan.weighed.find((w) => w.axis === 'fp16-tensor')
+  if (fp16) rows.splice(2, 0, row('FP16 tensor TFLOPS', fp16.expected, null, fp16.target, fp16.errorPct, [null, null]))
   const lines = [
     `${plan.target.name} on ${where}, matching ${plan.objective}`,
     `  slice:  ${slice}${plan.needsMigEnable ? ' (MIG mode must be turned on)' : ''}`,
@@ -105,6 +110,7 @@ export function renderPlan(plan: PlanResult): string {
     `  power:  ${plan.powerLimitW === null ? 'left as found' : `${plan.powerLimitW} W`} (GPU-wide)`,
     `  MPS:    ${plan.mps ? `${plan.mps.activeThreadPercentage}% active threads = ${plan.mps.smCount} of ${plan.mig?.smCount ?? plan.smCount} SMs, ${plan.mps.pinnedMemLimitMiB} MiB pinned` : 'not available here: GPU-wide knobs shape the session'}`,
     `  GPU-wide: ${plan.gpuWide.reason}`,
+    `  weighs: ${plan.weighed.map((w) => `${AXIS_NAMES[w.axis]} ${w.errorPct > 0 ? '+' : ''}${w.errorPct.toFixed(1)}%`).join(', ')} (--match ${plan.objective})`,
     `  VRAM:   capped at ${plan.vramCapGiB} GiB (${plan.vramCapMiB} MiB)`,
     '',
     formatTable(['AXIS', 'PEAK', 'ACHIEVABLE', 'TARGET', 'ERROR', ...(alike ? ['TARGET ACHIEVED', 'ACHIEVED ERROR'] : [])], rows),

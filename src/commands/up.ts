@@ -92,6 +92,7 @@ Then it starts a container on the slice (the last step of the same journal, so \
     const catalog = await currentCatalog()
     const target = resolveTarget(catalog, args.gpu)
     // Flags are checked before Docker or the GPU is contacted.
+    if (flags.name !== undefined) (await import('../apply/session-names.js')).assertSessionName(flags.name)
     const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, this.config.version)
     const [{applyContext, cancelOnSignals}, {bringUp}, {findMpsControl}] = await Promise.all([
       import('./support/apply-context.js'),

@@ -197,7 +197,10 @@ export class DockerRuntime {
     if (failure) {
       debug('build of %s failed: %s', options.tag, failure)
       throw new ContainerError('IMAGE_BUILD_FAILED', `building ${options.tag} failed: ${failure.trim().split('\n')[0]}`, {
-        fix: ['rerun with --no-cache if a cached layer is stale', 'check that the base image exists locally: docker image ls'],
+        fix: [
+          'the default base (pytorch/pytorch:<tag>) must be pulled first: docker pull it, or work offline with gpu-cosplay build --base IMAGE (any local image with python3)',
+          'a stale cached layer: gpu-cosplay build --no-cache',
+        ],
       })
     }
     return {imageId, tag: options.tag}

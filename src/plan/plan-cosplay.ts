@@ -115,6 +115,7 @@ export function planCosplay(
     vramCapMiB,
     expected: chosen.expected,
     errors,
+    weighed: weighedAxes(objective, target, chosen.expected),
   }
   return {...plan, warnings: explainPlan(target, host, plan, shapes.tooBigForAnySlice, constraints)}
 }
@@ -172,6 +173,25 @@ function axisTarget(objective: Objective, target: Target): number | null {
 
 function axisValue(objective: Objective, expected: Expected): number {
   return objective === 'fp32' ? expected.fp32Tflops : expected.bf16Tflops
+}
+
+/** The axes objectiveError weighs for this objective, with their signed errors. */
+function weighedAxes(objective: Objective, target: Target, expected: Expected): Plan['weighed'] {
+  const axis = (name: Plan['weighed'][number]['axis'], have: number, want: number) => ({axis: name, expected: have, target: want, errorPct: round(errorPct(have, want))})
+  const fp32 = axis('fp32', expected.fp32Tflops, target.fp32Tflops)
+  const bandwidth = axis('bandwidth', expected.bandwidthGBs, target.bandwidthGBs)
+  const tensorWanted = tensorTargetTflops(target)
+  const tensor = tensorWanted === null ? null : axis(target.bf16Tflops === null ? 'fp16-tensor' : 'bf16', expected.bf16Tflops, tensorWanted)
+  switch (objective) {
+    case 'fp32':
+      return [fp32]
+    case 'bf16':
+      return [tensor ?? fp32]
+    case 'bandwidth':
+      return [bandwidth]
+    case 'balanced':
+      return tensor === null ? [fp32, bandwidth] : [fp32, tensor, bandwidth]
+  }
 }
 
 function summarise(target: Target): TargetSummary {

@@ -49,6 +49,15 @@ const expected = z.object({fp32Tflops: z.number(), bf16Tflops: z.number(), bandw
 /** signed percent, (expected - target) / target; null where the target has no such figure */
 const axisErrors = z.object({fp32Pct: z.number(), bf16Pct: z.number().nullable(), bandwidthPct: z.number(), vramPct: z.number()})
 
+/** One axis the objective weighs, with its error: so the trade the objective made is visible. */
+const weighedAxis = z.object({
+  /** fp32, bf16, fp16-tensor (a target without BF16: its FP16 tensor figure, met by the host's BF16 rate), bandwidth */
+  axis: z.enum(['fp32', 'bf16', 'fp16-tensor', 'bandwidth']),
+  expected: z.number(),
+  target: z.number(),
+  errorPct: z.number(),
+})
+
 export const planSchema = z.object({
   target: targetSummary,
   host: z.object({name: z.string(), index: z.number().nullable(), model: z.string()}),
@@ -70,6 +79,8 @@ export const planSchema = z.object({
   vramCapMiB: z.number(),
   expected,
   errors: axisErrors,
+  /** the axes the objective weighed (balanced: all of them) */
+  weighed: z.array(weighedAxis),
   warnings: z.array(z.string()),
 })
 
