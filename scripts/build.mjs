@@ -4,14 +4,10 @@ import {build} from 'esbuild'
 import {rmSync, writeFileSync} from 'node:fs'
 
 rmSync('dist', {recursive: true, force: true})
-await build({
-  entryPoints: {
-    cli: 'src/cli.ts',
-    'command-not-found': 'src/commands/support/command-not-found.ts',
-    'compile-catalog': 'src/catalog/compile-catalog.ts',
-  },
+const common = {
   outdir: 'dist',
   bundle: true,
+  // lazy imports (Docker, ssh, the YAML loader for user catalogs, nvidia-smi) stay lazy
   splitting: true,
   format: 'esm',
   platform: 'node',
@@ -23,26 +19,18 @@ await build({
   // oclif and its CommonJS dependencies call require(); give the ESM bundle one.
   banner: {js: "import {createRequire as __cr} from 'node:module'; const require = __cr(import.meta.url);"},
   logLevel: 'warning',
+}
+await build({
+  ...common,
+  entryPoints: {
+    cli: 'src/cli.ts',
+    'command-not-found': 'src/commands/support/command-not-found.ts',
+    'compile-catalog': 'src/catalog/compile-catalog.ts',
+  },
 })
 
 // ls, info and plan --on without oclif: the same command classes on a small stand-in (oclif-lite.ts).
-await build({
-  entryPoints: {fast: 'src/commands/support/fast-path.ts'},
-  outdir: 'dist',
-  bundle: true,
-  // lazy imports (the YAML loader for user catalogs, nvidia-smi) stay lazy
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  sourcemap: 'linked',
-  minify: true,
-  keepNames: true,
-  alias: {'@oclif/core': './src/commands/support/oclif-lite.ts'},
-  external: ['typescript', 'dockerode', 'ssh2', 'cpu-features', 'execa', 'get-port', 'proper-lockfile'],
-  banner: {js: "import {createRequire as __cr} from 'node:module'; const require = __cr(import.meta.url);"},
-  logLevel: 'warning',
-})
+await build({...common, entryPoints: {fast: 'src/commands/support/fast-path.ts'}, alias: {'@oclif/core': './src/commands/support/oclif-lite.ts'}})
 
 // Validate the built-in catalog once, here, so that commands can read it as plain JSON.
 const {compileCatalog} = await import(new URL('../dist/compile-catalog.js', import.meta.url).href)

@@ -11,6 +11,7 @@ import {join} from 'node:path'
 export const ROOT = process.cwd()
 export const BIN = join(ROOT, 'bin', 'run.js')
 export const SIM_BIN = join(ROOT, 'test', 'sim', 'nvidia-smi')
+export const MPS_SIM_BIN = join(ROOT, 'test', 'sim', 'nvidia-cuda-mps-control')
 export const USER = 'cosplayer'
 export const UID = 1234
 /** the teammate (setup-docker.sh makes both; run.sh gives both the same sudoers rule) */
@@ -71,6 +72,8 @@ export class World {
       GPU_COSPLAY_STATE_DIR: this.stateDir,
       GPU_COSPLAY_NVIDIA_SMI: SIM_BIN,
       GPU_COSPLAY_SIM_STATE: this.simState,
+      // the host has MPS (the stand-in), as a real driver install does: sessions are shaped with it
+      GPU_COSPLAY_MPS_CONTROL: MPS_SIM_BIN,
       NO_COLOR: '1',
       ...extra,
     }

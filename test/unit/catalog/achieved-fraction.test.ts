@@ -1,28 +1,9 @@
 import {parseCatalogText} from '../../../src/catalog/load-catalog.js'
 import {builtinCatalog} from '../plan/catalog-for-tests.js'
 import {thrown} from '../support/thrown.js'
+import {RTX_9090_YAML} from './user-target.js'
 
-const TARGET = `version: 1
-targets:
-  - key: rtx_9090
-    name: NVIDIA GeForce RTX 9090
-    arch: blackwell
-    chip: GB202
-    computeCapability: '12.0'
-    smCount: 200
-    boostClockMHz: 2500
-    vramGB: 48
-    memoryType: GDDR7
-    bandwidthGBs: 2000
-    l2CacheMB: 128
-    fp32Tflops: 128
-    fp16Tflops: 256
-    bf16Tflops: 256
-    tf32Tflops: 128
-    fp8Tflops: 1024
-    tdpW: 600
-    source: my imagination
-`
+const TARGET = `version: 1\ntargets:\n${RTX_9090_YAML}`
 
 describe('achievedFraction in the catalog', () => {
   it('is optional, and read when given', () => {

@@ -7,29 +7,11 @@ import {loadCatalog, parseCatalogText} from '../../../src/catalog/load-catalog.j
 import {resolveTarget} from '../../../src/catalog/resolve-target.js'
 import {userCatalogDirs} from '../../../src/catalog/user-catalog-dirs.js'
 import {thrown} from '../support/thrown.js'
+import {RTX_9090_YAML} from './user-target.js'
 
 const builtinDir = fileURLToPath(new URL('../../../catalog', import.meta.url))
 
-const TARGET = `  - key: rtx_9090
-    name: NVIDIA GeForce RTX 9090
-    aliases: ['9090']
-    arch: blackwell
-    chip: GB202
-    computeCapability: '12.0'
-    smCount: 200
-    boostClockMHz: 2500
-    vramGB: 48
-    memoryType: GDDR7
-    bandwidthGBs: 2000
-    l2CacheMB: 128
-    fp32Tflops: 128
-    fp16Tflops: 256
-    bf16Tflops: 256
-    tf32Tflops: 128
-    fp8Tflops: 1024
-    tdpW: 600
-    source: my imagination
-`
+const TARGET = RTX_9090_YAML
 const targetsFile = (body: string) => `version: 1\ntargets:\n${body}`
 
 let tmp: string
