@@ -58,7 +58,8 @@ describe('a session', () => {
     expect(world.cli(['ssh', world.id, '--', 'echo hi > /workspace/from-ssh.txt']).exitCode).toBe(0)
     expect(statSync(join(world.workspace, 'from-ssh.txt')).uid).toBe(UID)
 
-    expect(world.cli(['exec', world.id, '--', 'printenv', 'GPU_COSPLAY_NAME']).stdout.trim()).toBe('NVIDIA GeForce RTX 3090')
+    const printed = world.cli(['exec', world.id, '--', 'printenv', 'GPU_COSPLAY_NAME'])
+    expect({out: printed.stdout.trim(), err: printed.stderr, code: printed.exitCode}).toEqual({out: 'NVIDIA GeForce RTX 3090', err: '', code: 0})
     expect(world.cli(['exec', '--', 'id', '-u']).stdout.trim()).toBe(String(UID))
     expect(world.cli(['exec', world.id, '--', 'sh', '-c', 'exit 3']).exitCode).toBe(3)
     const smi = world.cli(['exec', world.id, '--', 'nvidia-smi', '-L'])
@@ -95,7 +96,8 @@ describe('a session', () => {
     expect(up.exitCode).toBe(0)
     expect(up.json.container.sshPort).toBeNull()
     expect(world.cli(['ssh', world.id, '--', 'id', '-u']).stdout.trim()).toBe(String(UID))
-    expect(world.cli(['exec', world.id, '--', 'printenv', 'GPU_COSPLAY_NAME']).stdout.trim()).toBe('NVIDIA GeForce RTX 3090')
+    const printed = world.cli(['exec', world.id, '--', 'printenv', 'GPU_COSPLAY_NAME'])
+    expect({out: printed.stdout.trim(), err: printed.stderr, code: printed.exitCode}).toEqual({out: 'NVIDIA GeForce RTX 3090', err: '', code: 0})
     // the bind-mounted shim is first on PATH for exec too
     expect(world.cli(['exec', world.id, '--', 'nvidia-smi', '-L']).stdout).toContain('NVIDIA GeForce RTX 3090')
     expect(world.json(['ssh-config', world.id]).json.error.code).toBe('NO_SSHD')
