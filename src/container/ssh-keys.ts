@@ -35,10 +35,6 @@ export type SshKeyOptions = {
   owner?: {uid: number; gid: number}
 }
 
-function errnoOf(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException).code
-}
-
 async function readIfExists(path: string): Promise<string | null> {
   try {
     return await readFile(path, 'utf8')

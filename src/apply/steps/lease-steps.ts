@@ -4,7 +4,7 @@ import type {HostGpu} from '../../host/types.js'
 import type {GpuControl} from '../../host/gpu-control.js'
 import type {GpuBook, Lease, Setting, SettingValue} from '../gpu-book.js'
 import type {StepKind} from '../../core/names.js'
-import type {StepContext, StepImpl} from './step.js'
+import type {StepImpl} from './step.js'
 
 /**
  * GPU-wide settings act on the whole physical GPU, so sessions share them as leases: the first session
