@@ -3,7 +3,7 @@ import {homedir} from 'node:os'
 import {delimiter, isAbsolute, join, resolve} from 'node:path'
 
 import {matchHostModel} from '../catalog/resolve-target.js'
-import type {Catalog} from '../catalog/types.js'
+import type {Catalog, MigProfileBase} from '../catalog/types.js'
 import {isCosplayError} from '../core/errors.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {HOST_ENV} from '../core/names.js'
@@ -11,7 +11,7 @@ import {checkSmiPrivileges, type SmiPrivileges} from '../host/privileges.js'
 import {findMpsControl, mpsControlPathFrom} from '../host/mps.js'
 import {probeHost} from '../host/probe.js'
 import {smiPathFrom} from '../host/smi.js'
-import type {HostGpu, HostProbe} from '../host/types.js'
+import type {HostGpu, HostProbe, MigAvailability} from '../host/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {currentCatalog, localSmi} from './support/context.js'
 import {renderDoctor} from './support/render-doctor.js'
@@ -26,14 +26,7 @@ export type DoctorCheck = {
   readonly fix: readonly string[]
 }
 
-export type DoctorMigProfile = {
-  readonly name: string
-  readonly id: number
-  readonly smCount: number
-  readonly memoryGiB: number
-  readonly free: number
-  readonly total: number
-}
+export type DoctorMigProfile = MigProfileBase & MigAvailability
 
 export type DoctorGpu = {
   readonly index: number

@@ -1,3 +1,5 @@
+import type {MigProfileBase} from '../catalog/types.js'
+
 /** What a probe of the host's GPUs returns. Fields nvidia-smi printed as [N/A] or
  * [Insufficient Permissions] are null, and their names are listed in `unavailable`. */
 
@@ -13,16 +15,14 @@ export type PowerLimits = {
   readonly maxW: number | null
 }
 
-/** One row of `nvidia-smi mig -lgip`. */
-export type MigProfile = {
-  readonly gpuIndex: number
-  readonly name: string // without "MIG ", e.g. "1g.18gb+me"
-  readonly id: number
+/** How many instances of a MIG profile could be created now, and at most (`mig -lgip` "Free/Total"). */
+export type MigAvailability = {
   readonly free: number
   readonly total: number
-  readonly memoryGiB: number
-  readonly smCount: number
 }
+
+/** One row of `nvidia-smi mig -lgip`. */
+export type MigProfile = MigProfileBase & MigAvailability & {readonly gpuIndex: number}
 
 /** One row of `nvidia-smi mig -lgi`. */
 export type GpuInstance = {

@@ -1,18 +1,11 @@
-import type {HostModel} from '../catalog/types.js'
+import type {HostModel, MigProfileBase, MigProfileSpec} from '../catalog/types.js'
+import type {MigAvailability} from '../host/types.js'
 import type {PlanShape} from './plan-schema.js'
 
 export {OBJECTIVES, type Objective} from './objectives.js'
 
 /** A MIG GPU-instance profile as the planner sees it: static shape plus how many could be created now. */
-export type ProfileOption = {
-  readonly name: string
-  readonly id: number
-  readonly smCount: number
-  readonly memoryGiB: number
-  readonly memorySlices: number
-  readonly free: number
-  readonly total: number
-}
+export type ProfileOption = MigProfileBase & Pick<MigProfileSpec, 'memorySlices'> & MigAvailability
 
 /**
  * Everything the planner knows about the GPU it plans for. Built either from a catalog host model
