@@ -11,7 +11,6 @@ import {OBJECTIVES, type Plan as CosplayPlan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {currentCatalog, localSmi} from './support/context.js'
 import {fixed, formatTable} from './support/format-table.js'
-import {planCalibration} from './support/plan-calibration.js'
 import {planFor} from './support/resolve-plan-host.js'
 
 /** `achievable`: the plan's figures as this host really delivers them (calibrate), next to the peaks */
@@ -60,7 +59,9 @@ export default class Plan extends BaseCommand {
       ...(flags.output ? {mpsAvailable: false} : {}),
     }
     const {plan: cosplay, host, probe} = await planFor(catalog, target, request, () => localSmi())
-    const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, planCalibration(host.model.key, probe), target.achievedFraction)}
+    // a model (--on) has no calibration; reading one loads zod, which `plan --on` must not pay for at start-up
+    const calibration = probe === null ? {status: 'model' as const} : (await import('./support/plan-calibration.js')).planCalibration(host.model.key, probe)
+    const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.achievedFraction)}
     if (flags.output) {
       // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
       const {exportPlan} = await import('../export/export-plan.js')
