@@ -1,6 +1,6 @@
 import {accessSync, constants, statSync} from 'node:fs'
 import {homedir} from 'node:os'
-import {delimiter, isAbsolute, join, resolve} from 'node:path'
+import {delimiter, dirname, isAbsolute, join, resolve} from 'node:path'
 
 import {matchHostModel} from '../catalog/resolve-target.js'
 import type {Catalog, MigProfileBase} from '../catalog/types.js'
@@ -113,7 +113,11 @@ async function stateDirCheck(): Promise<DoctorCheck> {
   const name = 'state directory'
   const dir = findStateDir(process.env, homedir())
   const fix = [`sudo mkdir -p ${SHARED_STATE_DIR} && sudo chmod 1777 ${SHARED_STATE_DIR}`]
-  if (dir === null) return {name, status: 'ok', detail: 'none yet: the first up creates it (shared if it can)', fix: []}
+  if (dir === null) {
+    const wanted = process.env[HOST_ENV.stateDir] || SHARED_STATE_DIR
+    if (canCreate(wanted) || !process.env[HOST_ENV.stateDir]) return {name, status: 'ok', detail: `none yet: the first up creates ${wanted} (or a per-user one)`, fix: []}
+    return {name, status: 'missing', detail: `${wanted} does not exist and cannot be created`, fix: [`set ${HOST_ENV.stateDir} to a folder you can write`]}
+  }
   try {
     accessSync(dir.dir, constants.W_OK)
   } catch {
@@ -121,6 +125,20 @@ async function stateDirCheck(): Promise<DoctorCheck> {
   }
   if (!dir.isShared) return {name, status: 'warn', detail: `${dir.dir} is yours alone: other users' sessions on these GPUs are not visible`, fix}
   return {name, status: 'ok', detail: `${dir.dir} (shared)`, fix: []}
+}
+
+/** Whether `dir` could be made: its nearest existing ancestor is a folder we can write to. */
+function canCreate(dir: string): boolean {
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    try {
+      const info = statSync(at)
+      if (!info.isDirectory()) return false
+      accessSync(at, constants.W_OK)
+      return true
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || at === dirname(at)) return false
+    }
+  }
 }
 
 /** Where a program would be run from: a path is checked as it is, a bare name is looked up on PATH. */

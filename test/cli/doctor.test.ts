@@ -34,7 +34,7 @@ describe.each([1, 8])('doctor on a simulated %i-GPU H200', (gpus) => {
       expect(off.migProfiles.every((p) => p.free === p.total)).toBe(true)
     }
 
-    expect(json.checks.map((c) => c.name)).toEqual(['nvidia-smi', ...json.gpus.map((g) => `gpu ${g.index}`), 'docker', 'nvidia container runtime', 'privileges', 'state directory'])
+    expect(json.checks.map((c) => c.name)).toEqual(['nvidia-smi', ...json.gpus.map((g) => `gpu ${g.index}`), 'docker', 'nvidia container runtime', 'privileges', 'mps', 'state directory'])
     for (const check of json.checks) {
       expect(Object.keys(check).sort()).toEqual(['detail', 'fix', 'name', 'status'])
       expect(['ok', 'missing', 'warn']).toContain(check.status)
