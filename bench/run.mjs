@@ -72,7 +72,12 @@ function smiCallCounts(extraEnv) {
     rmSync(log, {force: true})
     const result = spawnSync(process.execPath, [join(root, 'bin/run.js'), ...args], {env: e, encoding: 'utf8'})
     if (result.status !== 0) throw new Error(`${args.join(' ')} failed: ${result.stderr}`)
-    const calls = existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).argv.join(' ')) : []
+    const calls = existsSync(log)
+      ? readFileSync(log, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l).argv.join(' '))
+      : []
     return {name, calls: calls.length, target: SMI_TARGETS[name], argv: calls}
   })
   rmSync(sub, {recursive: true, force: true})

@@ -54,7 +54,9 @@ describe.each([
   })
 
   it('reads only the GPU at hand after the first listing', () => {
-    const reads = [...firstUp, ...up, ...downOne, ...lastDown].map((c) => c.argv).filter((argv) => argv[0] === '-q' || argv.includes('-lgip') || argv.includes('-lgi'))
+    const reads = [...firstUp, ...up, ...downOne, ...lastDown]
+      .map((c) => c.argv)
+      .filter((argv) => argv[0] === '-q' || argv.includes('-lgip') || argv.includes('-lgi'))
     for (const argv of reads) expect(argv).toContain('-i')
   })
 

@@ -18,7 +18,15 @@ let runner: string
 beforeAll(() => {
   // Children run the real module, bundled; it sits under node_modules so that proper-lockfile resolves.
   work = fs.mkdtempSync(path.join(ROOT, 'node_modules', '.cache-gpu-lock-test-'))
-  buildSync({entryPoints: [path.join(ROOT, 'src/apply/gpu-lock.ts')], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile: path.join(work, 'gpu-lock.mjs'), logLevel: 'error'})
+  buildSync({
+    entryPoints: [path.join(ROOT, 'src/apply/gpu-lock.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    outfile: path.join(work, 'gpu-lock.mjs'),
+    logLevel: 'error',
+  })
   runner = path.join(work, 'runner.mjs')
   fs.writeFileSync(
     runner,
@@ -51,7 +59,13 @@ function setup(): {stateDir: string; log: string; lock: string} {
 }
 
 function notes(log: string): Note[] {
-  return fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Note) : []
+  return fs.existsSync(log)
+    ? fs
+        .readFileSync(log, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Note)
+    : []
 }
 
 function start(mode: 'hold' | 'wait', stateDir: string, log: string, waitMs = 60_000): {child: ChildProcess; done: Promise<void>} {
@@ -93,7 +107,11 @@ describe('gpu lock: takeover of a holder killed on this host', () => {
     const holder = await heldLock(stateDir, log, lock)
     const waiter = start('wait', stateDir, log, 1_500)
     await waiter.done
-    expect(notes(log).filter((n) => n.pid === waiter.child.pid).map((n) => n.what)).toEqual(['error GPU_LOCKED'])
+    expect(
+      notes(log)
+        .filter((n) => n.pid === waiter.child.pid)
+        .map((n) => n.what),
+    ).toEqual(['error GPU_LOCKED'])
     expect(fs.existsSync(lock)).toBe(true)
     holder.child.kill('SIGKILL')
     await holder.done
@@ -108,7 +126,11 @@ describe('gpu lock: takeover of a holder killed on this host', () => {
     await holder.done
     const waiter = start('wait', stateDir, log, 1_500)
     await waiter.done
-    expect(notes(log).filter((n) => n.pid === waiter.child.pid).map((n) => n.what)).toEqual(['error GPU_LOCKED'])
+    expect(
+      notes(log)
+        .filter((n) => n.pid === waiter.child.pid)
+        .map((n) => n.what),
+    ).toEqual(['error GPU_LOCKED'])
   }, 60_000)
 
   it('ignores a record of a dead pid that names another lock directory (a live holder took it since)', async () => {
@@ -125,7 +147,11 @@ describe('gpu lock: takeover of a holder killed on this host', () => {
     fs.utimesSync(lock, future, future)
     const waiter = start('wait', stateDir, log, 1_500)
     await waiter.done
-    expect(notes(log).filter((n) => n.pid === waiter.child.pid).map((n) => n.what)).toEqual(['error GPU_LOCKED'])
+    expect(
+      notes(log)
+        .filter((n) => n.pid === waiter.child.pid)
+        .map((n) => n.what),
+    ).toEqual(['error GPU_LOCKED'])
     live.child.kill('SIGKILL')
     await live.done
   }, 60_000)
