@@ -51,7 +51,47 @@ console.log(`gpu-cosplay bench: ${RUNS} runs each, median wall time (node ${proc
 for (const r of rows) {
   console.log(`${r.name.padEnd(40)} ${String(r.medianMs).padStart(7)} ms  x${(r.medianMs / floor).toFixed(2)} of node's floor  nvidia-smi calls: ${r.smiCalls}`)
 }
-console.log(JSON.stringify({runs: RUNS, results: rows}))
+
+// up/down on the same simulated 8x H200: how many nvidia-smi calls each makes (deterministic), with the argv of
+// each call. Classic path (no MPS: GPU_COSPLAY_MPS_CONTROL unset) and with the MPS stand-in.
+const SMI_TARGETS = {'first up (MIG off)': null, 'up (MIG on)': 7, 'down of one': 5, 'last down (restores)': 7}
+function smiCallCounts(extraEnv) {
+  const sub = mkdtempSync(join(tmpdir(), 'gpu-cosplay-bench-calls-'))
+  const subState = join(sub, 'sim.json')
+  const {GPU_COSPLAY_MPS_CONTROL: _unset, ...inherited} = process.env
+  const e = {...inherited, GPU_COSPLAY_SIM_STATE: subState, GPU_COSPLAY_NVIDIA_SMI: sim, GPU_COSPLAY_STATE_DIR: join(sub, 'state'), ...extraEnv}
+  execFileSync(sim, ['--sim-init', '--model', 'h200', '--gpus', '8'], {env: e})
+  const log = `${subState}.calls.log`
+  const steps = [
+    ['first up (MIG off)', ['up', '2060', '--no-container', '--name', 'a']],
+    ['up (MIG on)', ['up', '2060', '--no-container', '--name', 'b']],
+    ['down of one', ['down', 'a']],
+    ['last down (restores)', ['down', 'b']],
+  ]
+  const out = steps.map(([name, args]) => {
+    rmSync(log, {force: true})
+    const result = spawnSync(process.execPath, [join(root, 'bin/run.js'), ...args], {env: e, encoding: 'utf8'})
+    if (result.status !== 0) throw new Error(`${args.join(' ')} failed: ${result.stderr}`)
+    const calls = existsSync(log)
+      ? readFileSync(log, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l).argv.join(' '))
+      : []
+    return {name, calls: calls.length, target: SMI_TARGETS[name], argv: calls}
+  })
+  rmSync(sub, {recursive: true, force: true})
+  return out
+}
+const smiCounts = {classic: smiCallCounts({}), mps: smiCallCounts({GPU_COSPLAY_MPS_CONTROL: join(root, 'test/sim/nvidia-cuda-mps-control')})}
+for (const [path, counts] of Object.entries(smiCounts)) {
+  console.log(`nvidia-smi calls, up 2060 --no-container / down on the 8x H200 sim (${path}):`)
+  for (const c of counts) {
+    const verdict = c.target === null ? '' : c.calls <= c.target ? ` (target <= ${c.target}: ok)` : ` (target <= ${c.target}: OVER)`
+    console.log(`  ${c.name.padEnd(22)} ${String(c.calls).padStart(2)}${verdict}: ${c.argv.join(' | ')}`)
+  }
+}
+console.log(JSON.stringify({runs: RUNS, results: rows, smiCalls: smiCounts}))
 rmSync(dir, {recursive: true, force: true})
 
 // ls, info and plan --on next to the Python original (skipped unless GPU_COSPLAY_PY_ORIGINAL points at a checkout)

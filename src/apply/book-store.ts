@@ -56,6 +56,11 @@ export type OpenBook = {
 export type WithBookOptions = {
   /** 'move-aside': start from an empty book instead of failing on a damaged one (reset) */
   readonly onCorrupt?: 'throw' | 'move-aside'
+  /**
+   * 'settings': read the GPU with `-q` alone (live.gpuInstances/migProfiles are not read). For callers whose
+   * steps list instances themselves when they need them (tear-down): every read here is made under the lock.
+   */
+  readonly read?: 'full' | 'settings'
 }
 
 /**
@@ -73,14 +78,15 @@ export async function withBook<T>(
     const file = bookPath(deps.stateDir, gpu.uuid)
     const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw')
     const persist = () => writeBook(file, book)
-    let live = await deps.gpu.probeGpu(gpu.uuid)
+    const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings'})
+    let live = await probe()
     const before = Object.keys(book.sessions)
     const notes = forgetIfRebooted(book, deps.bootId)
     if (deps.bootId !== null) book.bootId = deps.bootId
     const lostToReboot = before.filter((n) => !(n in book.sessions))
     const recovery = await recoverAbandoned(deps, book, live, persist)
     notes.push(...recovery.notes)
-    if (recovery.recovered.length > 0) live = await deps.gpu.probeGpu(gpu.uuid)
+    if (recovery.recovered.length > 0) live = await probe()
     if (movedAside) notes.push(`the damaged journal was moved to ${movedAside}`)
 
     const open: OpenBook = {
@@ -91,7 +97,7 @@ export async function withBook<T>(
       notes,
       movedAside,
       contextFor: (session) => stepContext(deps.gpu, book, session, open.live),
-      refresh: async () => (open.live = await deps.gpu.probeGpu(gpu.uuid)),
+      refresh: async () => (open.live = await probe()),
     }
     const result = await act(open)
     const settle = {gpu: deps.gpu, book, notes, live: open.live}

@@ -17,7 +17,8 @@ export type ClosedSession = {
 /**
  * Ends sessions: container first, then the compute and GPU instance by their IDs, then the GPU-wide
  * leases (the last holder restores the recorded values). Names are all checked before anything changes;
- * a name given twice is ended once.
+ * a name given twice is ended once. The GPU is read with `-q` alone: undoing needs its index and settings, and
+ * the steps that look for instances list them themselves.
  */
 export async function tearDown(names: readonly string[], requester: Requester, deps: BookStoreDeps): Promise<ClosedSession[]> {
   const all = listSessions(deps.stateDir)
@@ -37,7 +38,7 @@ export async function tearDown(names: readonly string[], requester: Requester, d
 
   const closed: ClosedSession[] = []
   for (const location of chosen) {
-    closed.push(await withBook(deps, {uuid: location.gpuUuid, name: location.gpuName}, (open) => tearDownLocked(location, open, deps)))
+    closed.push(await withBook(deps, {uuid: location.gpuUuid, name: location.gpuName}, (open) => tearDownLocked(location, open, deps), {read: 'settings'}))
     releaseName(deps.stateDir, location.session.name)
   }
   return closed

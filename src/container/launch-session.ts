@@ -31,8 +31,15 @@ export async function launchSession(
   hooks: LaunchHooks = {},
 ): Promise<LaunchedSession> {
   const runtime = new DockerRuntime()
+  // bring-up's first look at the GPUs (`-L`, read-only, before any lock) runs while Docker answers.
+  const firstLook = deps.gpu.listGpus()
+  firstLook.catch(() => undefined) // a failure surfaces through bring-up's own call below
   const prepared = await prepareContainer(container, runtime)
-  const active = await bringUp({...request, extraSteps: containerSteps(prepared.options, stepFor(deps.steps, 'start-container'))}, deps)
+  // After an image build (minutes) the first look is old: bring-up looks again.
+  let looked = prepared.built !== null
+  const gpu = Object.create(deps.gpu) as typeof deps.gpu
+  gpu.listGpus = (index?: number) => (index === undefined && !looked ? ((looked = true), firstLook) : deps.gpu.listGpus(index))
+  const active = await bringUp({...request, extraSteps: containerSteps(prepared.options, stepFor(deps.steps, 'start-container'))}, {...deps, gpu})
   const started = sessionContainer(active.session)
   try {
     const readiness = readinessOf(started, prepared.identity.privateKey, runtime)

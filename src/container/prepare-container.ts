@@ -5,7 +5,6 @@
  */
 import {statSync} from 'node:fs'
 
-import getPort from 'get-port'
 
 import {userDirOf} from '../apply/state-dir.js'
 import {ContainerError, InputError} from '../core/errors.js'
@@ -52,7 +51,9 @@ export async function prepareContainer(input: PrepareInput, runtime: DockerRunti
     if (!image) throw new ContainerError('IMAGE_NOT_FOUND', `the build of ${imageRef} left no image`)
   }
   const identity = await loadOrCreateSshIdentity({userDir: userDirOf(input.stateDir, input.keyOwner.uid), owner: input.keyOwner, comment: `gpu-cosplay ${input.owner.user}`})
-  const sshPort = image.hasSshd ? (input.sshPort ?? (await getPort({host: input.sshBind === '::' ? undefined : input.sshBind}))) : null
+  // 0: the engine picks a free port at bind time and the start reads it back (inspect). A port chosen here
+  // first (get-port) could be taken by a concurrent `up` before Docker binds it.
+  const sshPort = image.hasSshd ? (input.sshPort ?? 0) : null
   return {
     identity,
     built,

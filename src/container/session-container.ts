@@ -27,7 +27,7 @@ export type ContainerOptions = {
   /** extra 'host:container[:ro]' binds */
   readonly volumes: readonly string[]
   readonly env: Readonly<Record<string, string>>
-  /** host port for sshd (null: the image has no sshd, sessions go through docker exec) */
+  /** host port for sshd (0: the engine picks one; null: the image has no sshd, sessions go through docker exec) */
   readonly sshPort: number | null
   readonly sshBind: string
   readonly shmSizeBytes: number | null

@@ -92,7 +92,7 @@ export class SshSession {
    */
   static async connectWithRetry(target: SshTarget, options: ConnectOptions = {}): Promise<SshSession> {
     const timeoutMs = options.timeoutMs ?? 15000
-    const intervalMs = options.intervalMs ?? 100
+    const intervalMs = options.intervalMs ?? 50
     const deadline = Date.now() + timeoutMs
     let attempts = 0
     let authFailures = 0

@@ -17,15 +17,16 @@ import type {ComputeInstance, GpuInstance, HostGpu, HostProbe, MigDevice} from '
 export interface GpuControl {
   /** every GPU, fully: the costly read, for a first look or a report */
   probe(): Promise<HostProbe>
-  /** one GPU (index or UUID), fully; GPU_GONE when nvidia-smi no longer lists it */
-  probeGpu(id: string | number): Promise<HostGpu>
+  /** one GPU (index or UUID), fully unless {mig: false}; GPU_GONE when nvidia-smi no longer lists it */
+  probeGpu(id: string | number, options?: {readonly mig?: boolean}): Promise<HostGpu>
   /** GPUs and MIG devices with their UUIDs (`-L`): cheap, but MIG devices are named by device index, not GI/CI */
   listGpus(gpuIndex?: number): Promise<ListGpus>
   /** the GPU instances on one GPU now (`mig -lgi -i N`) */
   gpuInstances(gpuIndex: number): Promise<GpuInstance[]>
   migDevices(): Promise<MigDevice[]>
   computeInstances(gpuIndex: number, gpuInstanceId: number): Promise<ComputeInstance[]>
-  setMigMode(gpuIndex: number, enabled: boolean): Promise<void>
+  /** what the change's own output says of the mode now; 'unknown' when it says neither (read the GPU then) */
+  setMigMode(gpuIndex: number, enabled: boolean): Promise<MigModeChange>
   createGpuInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number}>
   createComputeInstance(gpuIndex: number, gpuInstanceId: number): Promise<{computeInstanceId: number | null}>
   destroyComputeInstance(gpuIndex: number, gpuInstanceId: number, computeInstanceId: number): Promise<void>
@@ -36,6 +37,8 @@ export interface GpuControl {
   setPersistence(gpuIndex: number, enabled: boolean): Promise<void>
 }
 
+export type MigModeChange = 'enabled' | 'disabled' | 'pending' | 'unknown'
+
 /** GpuControl over nvidia-smi: every call goes through the Smi funnel. */
 export class SmiGpuControl implements GpuControl {
   constructor(private readonly smi: Smi) {}
@@ -44,9 +47,9 @@ export class SmiGpuControl implements GpuControl {
     return probeHost(this.smi)
   }
 
-  async probeGpu(id: string | number): Promise<HostGpu> {
+  async probeGpu(id: string | number, options: {readonly mig?: boolean} = {}): Promise<HostGpu> {
     try {
-      const [gpu] = (await probeHost(this.smi, {only: id})).gpus
+      const [gpu] = (await probeHost(this.smi, {only: id, mig: options.mig})).gpus
       return gpu
     } catch (error) {
       if (isSmiError(error, 'NO_GPU') || (error instanceof HostError && error.code === 'NO_GPU')) {
@@ -89,8 +92,8 @@ export class SmiGpuControl implements GpuControl {
     }
   }
 
-  async setMigMode(gpuIndex: number, enabled: boolean): Promise<void> {
-    await this.smi.mutate(['-i', String(gpuIndex), '-mig', enabled ? '1' : '0'])
+  async setMigMode(gpuIndex: number, enabled: boolean): Promise<MigModeChange> {
+    return migModeChange(await this.smi.mutate(['-i', String(gpuIndex), '-mig', enabled ? '1' : '0']))
   }
 
   async createGpuInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number}> {
@@ -130,6 +133,18 @@ export class SmiGpuControl implements GpuControl {
   async setPersistence(gpuIndex: number, enabled: boolean): Promise<void> {
     await this.smi.mutate(['-i', String(gpuIndex), '-pm', enabled ? '1' : '0'])
   }
+}
+
+/**
+ * `-mig 1|0` prints "Enabled MIG Mode for GPU <bus>" when it took effect and "Warning: MIG mode is in pending
+ * enable state for GPU <bus>:..." when it waits for a reset (captures in test/fixtures/nvidia-smi). Anything else
+ * is 'unknown', and the caller reads the GPU instead of guessing.
+ */
+export function migModeChange(out: string): MigModeChange {
+  if (/MIG mode is in pending (enable|disable) state/i.test(out)) return 'pending'
+  if (/^\s*Enabled MIG Mode for GPU/im.test(out)) return 'enabled'
+  if (/^\s*Disabled MIG Mode for GPU/im.test(out)) return 'disabled'
+  return 'unknown'
 }
 
 function unreadable(command: string, out: string): HostError {

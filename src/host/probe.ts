@@ -19,7 +19,13 @@ const DEGRADABLE = new Set(['SMI_PERMISSION', 'SMI_NOT_SUPPORTED'])
  * With `only` (an index or UUID) every call reads that one GPU: on an 8-GPU box a full `-q` takes
  * several hundred ms, and the apply engine makes its reads while it holds the GPU's lock.
  */
-export async function probeHost(smi: Smi, options: {only?: string | number} = {}): Promise<HostProbe> {
+export type ProbeOptions = {
+  readonly only?: string | number
+  /** false: `-q` alone; MIG profiles and instances are listed as unavailable (for callers that list what they need themselves) */
+  readonly mig?: boolean
+}
+
+export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<HostProbe> {
   const callsBefore = smi.callCount
   const only = options.only === undefined ? [] : ['-i', String(options.only)]
   const queryText = await smi.read([...QUERY_ARGS, ...only])
@@ -38,7 +44,9 @@ export async function probeHost(smi: Smi, options: {only?: string | number} = {}
   let profiles: MigProfile[] | null = null
   let instances: GpuInstance[] | null = null
   const degraded: string[] = []
-  if (anyMig) {
+  if (anyMig && options.mig === false) {
+    degraded.push('migProfiles', 'gpuInstances')
+  } else if (anyMig) {
     // `mig -i` is given the index, which every driver's mig subcommand accepts
     const migOnly = only.length > 0 ? ['-i', String(query.gpus[0].index)] : []
     profiles = await listing(smi, [...LGIP_ARGS, ...migOnly], parseMigLgip, /No MIG-enabled devices found/i, /GPU instance profiles:/)

@@ -1,7 +1,7 @@
 import {StateError} from '../../core/errors.js'
 import {isSmiError} from '../../host/smi-error.js'
 import type {HostGpu} from '../../host/types.js'
-import type {GpuControl} from '../../host/gpu-control.js'
+import type {GpuControl, MigModeChange} from '../../host/gpu-control.js'
 import type {GpuBook, Lease, Setting, SettingValue} from '../gpu-book.js'
 import type {StepKind} from '../../core/names.js'
 import type {StepImpl} from './step.js'
@@ -37,8 +37,8 @@ const MIG_MODE: SettingAccess = {
   label: 'MIG mode',
   read: (live) => (live.migMode ? live.migMode.current === 'enabled' : undefined),
   write: async (gpu, index, value) => {
-    await gpu.setMigMode(index, value === true)
-    if (value === true) await undoIfPending(gpu, index)
+    const change = await gpu.setMigMode(index, value === true)
+    if (value === true) await undoIfPending(gpu, index, change)
   },
 }
 
@@ -121,10 +121,13 @@ async function restore(ctx: RestoreContext, access: SettingAccess, original: Set
   await access.write(ctx.gpu, index, original)
 }
 
-/** `-mig 1` can be accepted yet stay "pending" until a GPU reset: turn it back off and fail. */
-async function undoIfPending(gpu: GpuControl, index: number): Promise<void> {
-  const live = await gpu.probeGpu(index)
-  if (live.migMode?.current === 'enabled') return
+/**
+ * `-mig 1` can be accepted yet stay "pending" until a GPU reset: turn it back off and fail. Its own output
+ * says which; only output we do not recognise costs a read of the GPU.
+ */
+async function undoIfPending(gpu: GpuControl, index: number, change: MigModeChange): Promise<void> {
+  if (change === 'enabled') return
+  if (change === 'unknown' && (await gpu.probeGpu(index)).migMode?.current === 'enabled') return
   await gpu.setMigMode(index, false).catch((error: unknown) => {
     if (!isSmiError(error)) throw error
   })

@@ -1,0 +1,116 @@
+import fs from 'node:fs'
+import os from 'node:os'
+
+/**
+ * Who holds a GPU lock, so that a waiter can take over at once from a holder that died on this host instead of
+ * waiting for its lock directory to go stale. The holder writes `<lock>.owner` right after its mkdir won:
+ * {pid, hostname, the lock directory's inode and birth time}. The birth time ties the record to that one
+ * directory: a record left by an earlier holder never matches a directory made since, even on a reused inode.
+ */
+export type LockOwner = {readonly pid: number; readonly hostname: string; readonly ino: string; readonly birthtimeNs: string}
+
+/**
+ * A dead holder's lock is taken over by pid only while its mtime is younger than this; older ones are left to
+ * proper-lockfile's stale rule (4 s). A dead holder's mtime no longer moves, so the two rules never act on the
+ * same directory within a second of each other, and neither can remove a lock the other has just made.
+ */
+export const PID_TAKEOVER_MAX_AGE_MS = 3_000
+
+/** A crashed takeover's mutex older than this is removed (a takeover takes a few ms). */
+const MUTEX_STALE_MS = 10_000
+
+export function ownerPath(lockPath: string): string {
+  return `${lockPath}.owner`
+}
+
+function mutexPath(lockPath: string): string {
+  return `${lockPath}.takeover`
+}
+
+type DirIdentity = {readonly ino: string; readonly birthtimeNs: string; readonly mtimeMs: number}
+
+function identity(dir: string): DirIdentity | null {
+  try {
+    const s = fs.statSync(dir, {bigint: true})
+    return {ino: String(s.ino), birthtimeNs: String(s.birthtimeNs), mtimeMs: Number(s.mtimeMs)}
+  } catch {
+    return null
+  }
+}
+
+/** Right after taking the lock: say who holds it (written whole, by rename). */
+export function recordOwner(lockPath: string): void {
+  const id = identity(lockPath)
+  if (!id || id.birthtimeNs === '0') return // no birth time on this file system: the mtime rule alone applies
+  const owner: LockOwner = {pid: process.pid, hostname: os.hostname(), ino: id.ino, birthtimeNs: id.birthtimeNs}
+  const tmp = `${ownerPath(lockPath)}.${process.pid}.tmp`
+  try {
+    fs.writeFileSync(tmp, JSON.stringify(owner))
+    fs.renameSync(tmp, ownerPath(lockPath))
+  } catch {
+    // Without a record waiters fall back to the mtime rule: slower, never wrong.
+    fs.rmSync(tmp, {force: true})
+  }
+}
+
+function readOwner(lockPath: string): LockOwner | null {
+  try {
+    const o = JSON.parse(fs.readFileSync(ownerPath(lockPath), 'utf8'))
+    if (typeof o?.pid !== 'number' || typeof o.hostname !== 'string' || typeof o.ino !== 'string' || typeof o.birthtimeNs !== 'string') return null
+    return o as LockOwner
+  } catch {
+    return null
+  }
+}
+
+/** Gone, or a zombie (exited, not yet reaped). A process of another user (EPERM) is alive. */
+export function isProcessGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH'
+  }
+  try {
+    return /^\d+ \(.*\) Z/s.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return false
+  }
+}
+
+/** The lock directory now is the one the record names, and that holder is a dead process on this host. */
+function heldByDeadLocal(lockPath: string, now: () => number): boolean {
+  const owner = readOwner(lockPath)
+  if (!owner || owner.hostname !== os.hostname() || owner.pid === process.pid) return false
+  const id = identity(lockPath)
+  if (!id || id.birthtimeNs === '0' || id.ino !== owner.ino || id.birthtimeNs !== owner.birthtimeNs) return false
+  if (now() - id.mtimeMs >= PID_TAKEOVER_MAX_AGE_MS) return false
+  return isProcessGone(owner.pid)
+}
+
+/**
+ * A waiter that found the lock held: when its holder is a dead process on this host, remove its lock directory
+ * so the next attempt can take it. Two waiters never both remove: the removal is done under a second mutex
+ * (mkdir), after checking again there. Returns whether a dead holder's lock was removed.
+ */
+export function takeOverFromDeadLocal(lockPath: string, now: () => number = Date.now): boolean {
+  if (!heldByDeadLocal(lockPath, now)) return false
+  const mutex = mutexPath(lockPath)
+  try {
+    fs.mkdirSync(mutex)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false
+    const id = identity(mutex)
+    // A takeover killed inside its few ms would block every later one: clear it, and let the next round retry.
+    if (id && now() - id.mtimeMs > MUTEX_STALE_MS) fs.rmSync(mutex, {recursive: true, force: true})
+    return false
+  }
+  try {
+    if (!heldByDeadLocal(lockPath, now)) return false
+    fs.rmdirSync(lockPath)
+    return true
+  } catch {
+    return false
+  } finally {
+    fs.rmSync(mutex, {recursive: true, force: true})
+  }
+}
