@@ -40,7 +40,10 @@ export function renderPs(sessions: readonly (SessionView & {host?: string})[]): 
   const headers = ['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER']
   const onHosts = sessions.some((s) => s.host !== undefined)
   const table = onHosts
-    ? formatTable(['HOST', ...headers], rows.map((row, i) => [sessions[i].host ?? '-', ...row]))
+    ? formatTable(
+        ['HOST', ...headers],
+        rows.map((row, i) => [sessions[i].host ?? '-', ...row]),
+      )
     : formatTable(headers, rows)
   if (crashed.length === 0) return table
   return `${table}\n\n${crashed.join(', ')} crashed: run gpu-cosplay recover to clean up`

@@ -15,9 +15,14 @@ export default class Remote extends BaseCommand {
 
 \`remote info\` prints the protocol and version a client checks before it forwards a command (the handshake).`
   static examples = ['<%= config.bin %> remote install --host ssh://alice@gpu-box', '<%= config.bin %> remote info --json']
-  static args = {action: Args.string({required: true, options: ['install', 'info'], description: 'install: push this gpu-cosplay to --host; info: protocol and version'})}
+  static args = {
+    action: Args.string({required: true, options: ['install', 'info'], description: 'install: push this gpu-cosplay to --host; info: protocol and version'}),
+  }
   static flags = {
-    host: Flags.string({description: 'the GPU box: ssh://user@box[:port], user@box, an ~/.ssh/config alias or a hosts.yaml name (env GPU_COSPLAY_HOST)', env: 'GPU_COSPLAY_HOST'}),
+    host: Flags.string({
+      description: 'the GPU box: ssh://user@box[:port], user@box, an ~/.ssh/config alias or a hosts.yaml name (env GPU_COSPLAY_HOST)',
+      env: 'GPU_COSPLAY_HOST',
+    }),
   }
 
   async run(): Promise<RemoteResult> {
@@ -27,7 +32,10 @@ export default class Remote extends BaseCommand {
       if (!this.jsonEnabled()) this.log(`gpu-cosplay ${info.version}, remote protocol ${info.protocol}, node ${info.node}`)
       return info
     }
-    if (!flags.host) throw new InputError('NO_HOST_GIVEN', 'remote install needs --host (or GPU_COSPLAY_HOST)', {fix: ['e.g. gpu-cosplay remote install --host ssh://alice@gpu-box']})
+    if (!flags.host)
+      throw new InputError('NO_HOST_GIVEN', 'remote install needs --host (or GPU_COSPLAY_HOST)', {
+        fix: ['e.g. gpu-cosplay remote install --host ssh://alice@gpu-box'],
+      })
     const [{hostsFrom, openHost}, {installBundle}, {handshake}] = await Promise.all([
       import('../remote/open-host.js'),
       import('../remote/install-bundle.js'),

@@ -38,7 +38,13 @@ export function renderStatusResult(r: StatusResult): string {
   if (!('hosts' in r)) return renderStatus(r)
   const lines: string[] = []
   for (const h of r.hosts) {
-    lines.push(`== ${h.host}`, ...renderStatus({...h, sessions: []}).split('\n').filter((line) => line !== 'No sessions.' && line !== ''), '')
+    lines.push(
+      `== ${h.host}`,
+      ...renderStatus({...h, sessions: []})
+        .split('\n')
+        .filter((line) => line !== 'No sessions.' && line !== ''),
+      '',
+    )
   }
   lines.push(renderPs(r.hosts.flatMap((h) => h.sessions.map((s) => ({host: h.host, ...s})))))
   return lines.join('\n')

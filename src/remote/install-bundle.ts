@@ -56,9 +56,13 @@ export async function installBundle(transport: SshTransport, root: string, versi
   const tarExit = await tarDone
   if (tarExit !== 0) throw new RemoteError('REMOTE_INSTALL_FAILED', `packing the bundle failed: ${tarError.trim().split('\n')[0]}`)
   if (result.exitCode !== 0) {
-    throw new RemoteError('REMOTE_INSTALL_FAILED', `unpacking on ${transport.endpoint.label} failed: ${remoteError.trim().split('\n')[0] || `exit ${result.exitCode}`}`, {
-      fix: ['check free space and that tar exists on the box'],
-    })
+    throw new RemoteError(
+      'REMOTE_INSTALL_FAILED',
+      `unpacking on ${transport.endpoint.label} failed: ${remoteError.trim().split('\n')[0] || `exit ${result.exitCode}`}`,
+      {
+        fix: ['check free space and that tar exists on the box'],
+      },
+    )
   }
   return {host: transport.endpoint.label, version, dir: result.stdout.trim(), node, files, bytes}
 }

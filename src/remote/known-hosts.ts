@@ -61,7 +61,10 @@ function hostListMatches(list: string, name: string): boolean {
   for (const raw of list.split(',')) {
     const negated = raw.startsWith('!')
     const pattern = negated ? raw.slice(1) : raw
-    const regex = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')
+    const regex = pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')
     if (!new RegExp(`^${regex}$`, 'i').test(name)) continue
     if (negated) return false
     matched = true

@@ -25,7 +25,10 @@ export function dependencyDirs(root: string): string[] {
     }
     if (seen.has(dir)) return
     seen.add(dir)
-    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {dependencies?: Record<string, string>; optionalDependencies?: Record<string, string>}
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>
+      optionalDependencies?: Record<string, string>
+    }
     for (const dep of Object.keys(manifest.dependencies ?? {})) visit(dir, dep, false)
     for (const dep of Object.keys(manifest.optionalDependencies ?? {})) visit(dir, dep, true)
   }

@@ -43,7 +43,12 @@ export async function handshake(transport: SshTransport, version: string): Promi
  * Runs argv (already forwardedArgv) and returns the remote --json payload with the remote exit status (doctor,
  * status and verify report with a non-zero one); a remote failure keeps its code and exit.
  */
-export async function runRemote(transport: SshTransport, argv: readonly string[], version: string, io: RemoteRunIo = {}): Promise<{payload: unknown; exitCode: number}> {
+export async function runRemote(
+  transport: SshTransport,
+  argv: readonly string[],
+  version: string,
+  io: RemoteRunIo = {},
+): Promise<{payload: unknown; exitCode: number}> {
   const label = transport.endpoint.label
   const running = transport.exec(remoteCommandLine(argv, version), {onStderr: io.onStderr})
   io.onCancelable?.(() => running.endInput())
@@ -52,7 +57,7 @@ export async function runRemote(transport: SshTransport, argv: readonly string[]
   // a failure prints exactly {error: {...}}; status has an `error` field beside its view
   const isFailure = payload !== null && typeof payload === 'object' && Object.keys(payload).length === 1 && 'error' in payload
   if (payload !== null && !isFailure && result.exitCode !== null) return {payload, exitCode: result.exitCode}
-  const error = (isFailure ? (payload as {error: {code?: unknown; message?: unknown; fix?: unknown; exit?: unknown}}).error : null)
+  const error = isFailure ? (payload as {error: {code?: unknown; message?: unknown; fix?: unknown; exit?: unknown}}).error : null
   if (error && typeof error.code === 'string' && typeof error.message === 'string') {
     const fix = Array.isArray(error.fix) ? error.fix.filter((line): line is string => typeof line === 'string') : []
     const exit = (typeof error.exit === 'number' ? error.exit : (result.exitCode ?? 1)) as ExitCode

@@ -46,8 +46,9 @@ export function sshConfigFor(text: string, alias: string, home: string): SshHost
     if (!applies || !(KEYS as readonly string[]).includes(keyword)) continue
     // IdentityFile and UserKnownHostsFile accumulate; everything else keeps its first value
     if (keyword === 'identityfile') found.set(keyword, [...(found.get(keyword) ?? []), value])
-    else if (keyword === 'userknownhostsfile') found.has(keyword) || found.set(keyword, value.split(/\s+/))
-    else if (!found.has(keyword)) found.set(keyword, [value])
+    else if (keyword === 'userknownhostsfile') {
+      if (!found.has(keyword)) found.set(keyword, value.split(/\s+/))
+    } else if (!found.has(keyword)) found.set(keyword, [value])
   }
   const first = (key: string) => found.get(key)?.[0] ?? null
   const port = first('port')
@@ -75,7 +76,10 @@ function hostMatches(patterns: readonly string[], alias: string): boolean {
 }
 
 function globMatch(pattern: string, text: string): boolean {
-  const regex = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')
+  const regex = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.')
   return new RegExp(`^${regex}$`, 'i').test(text)
 }
 

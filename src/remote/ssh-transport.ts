@@ -50,7 +50,8 @@ export function endpointFor(address: HostAddress, context: EndpointEnv, depth = 
     jump = endpointFor({label: config.proxyJump, host: hop[2], user: hop[1] ?? null, port: hop[3] ? Number(hop[3]) : null}, context, depth + 1)
   }
   const identityFiles = config.identityFiles.length > 0 ? config.identityFiles : DEFAULT_KEYS.map((name) => join(context.home, '.ssh', name))
-  const knownHostsFiles = config.userKnownHostsFiles.length > 0 ? config.userKnownHostsFiles : [join(context.home, '.ssh', 'known_hosts'), join(context.home, '.ssh', 'known_hosts2')]
+  const knownHostsFiles =
+    config.userKnownHostsFiles.length > 0 ? config.userKnownHostsFiles : [join(context.home, '.ssh', 'known_hosts'), join(context.home, '.ssh', 'known_hosts2')]
   return {
     label: address.label,
     host: config.hostName ?? address.host,
@@ -91,7 +92,13 @@ export class SshTransport {
       const jumpVia = jumpClient
       sock = await new Promise<NonNullable<ConnectConfig['sock']>>((resolve, reject) =>
         jumpVia.forwardOut('127.0.0.1', 0, endpoint.host, endpoint.port, (error, stream) =>
-          error ? reject(new RemoteError('REMOTE_UNREACHABLE', `${endpoint.jump?.label} cannot reach ${endpoint.host}:${endpoint.port}: ${error.message}`, {cause: error})) : resolve(stream),
+          error
+            ? reject(
+                new RemoteError('REMOTE_UNREACHABLE', `${endpoint.jump?.label} cannot reach ${endpoint.host}:${endpoint.port}: ${error.message}`, {
+                  cause: error,
+                }),
+              )
+            : resolve(stream),
         ),
       ).catch((error) => {
         jumpVia.end()
@@ -141,9 +148,13 @@ export class SshTransport {
 function openClient(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeoutMs: number, sock: ConnectConfig['sock']): Promise<ClientType> {
   const auth = authMethods(endpoint, env)
   if (auth.length === 0) {
-    throw new RemoteError('REMOTE_NO_CREDENTIALS', `no ssh agent (SSH_AUTH_SOCK) and no readable unencrypted key for ${endpoint.user}@${endpoint.host}:${endpoint.port}`, {
-      fix: ['start ssh-agent and ssh-add your key, or set IdentityFile in ~/.ssh/config'],
-    })
+    throw new RemoteError(
+      'REMOTE_NO_CREDENTIALS',
+      `no ssh agent (SSH_AUTH_SOCK) and no readable unencrypted key for ${endpoint.user}@${endpoint.host}:${endpoint.port}`,
+      {
+        fix: ['start ssh-agent and ssh-add your key, or set IdentityFile in ~/.ssh/config'],
+      },
+    )
   }
   const knownHosts = readKnownHosts(endpoint.knownHostsFiles)
   return new Promise((resolve, reject) => {
@@ -197,7 +208,10 @@ function connectError(endpoint: SshEndpoint, error: Error & {level?: string; cod
   const name = knownHostsName(endpoint.host, endpoint.port)
   const scan = `ssh-keyscan -p ${endpoint.port} ${endpoint.host} (check the fingerprint) >> ~/.ssh/known_hosts, or ssh -p ${endpoint.port} ${endpoint.user}@${endpoint.host} once`
   if (verdict === 'unknown') {
-    return new RemoteError('REMOTE_HOST_KEY_UNKNOWN', `the host key of ${name} is not in known_hosts (no prompt is shown in batch mode)`, {fix: [scan], cause: error})
+    return new RemoteError('REMOTE_HOST_KEY_UNKNOWN', `the host key of ${name} is not in known_hosts (no prompt is shown in batch mode)`, {
+      fix: [scan],
+      cause: error,
+    })
   }
   if (verdict === 'changed' || verdict === 'revoked') {
     return new RemoteError('REMOTE_HOST_KEY_CHANGED', `the host key of ${name} does not match known_hosts (${verdict}): refusing to connect`, {
@@ -211,5 +225,8 @@ function connectError(endpoint: SshEndpoint, error: Error & {level?: string; cod
       cause: error,
     })
   }
-  return new RemoteError('REMOTE_UNREACHABLE', `cannot reach ${where}: ${error.message}`, {fix: ['check the address and port, and that sshd runs on the box'], cause: error})
+  return new RemoteError('REMOTE_UNREACHABLE', `cannot reach ${where}: ${error.message}`, {
+    fix: ['check the address and port, and that sshd runs on the box'],
+    cause: error,
+  })
 }

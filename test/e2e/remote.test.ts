@@ -12,7 +12,7 @@ import {join} from 'node:path'
 
 import {jest} from '@jest/globals'
 
-import {BASE_IMAGE, BIN, docker, ROOT, SIM_BIN, waitFor} from './support.js'
+import {BASE_IMAGE, BIN, docker, SIM_BIN, waitFor} from './support.js'
 
 jest.setTimeout(300_000)
 

@@ -16,10 +16,13 @@ describe('parseHostUrl', () => {
     expect(parseHostUrl(url)).toEqual({label: url, ...expected})
   })
 
-  it.each(['http://box', 'ssh://', 'ssh://a@b:0', 'ssh://a@b:70000', 'ssh://a@b:x', 'ssh://a b', 'ssh://a@b/path'])('refuses %j with BAD_HOST, exit 2', (url) => {
-    const error = thrown(() => parseHostUrl(url))
-    expect([error.code, error.exit]).toEqual(['BAD_HOST', 2])
-  })
+  it.each(['http://box', 'ssh://', 'ssh://a@b:0', 'ssh://a@b:70000', 'ssh://a@b:x', 'ssh://a b', 'ssh://a@b/path'])(
+    'refuses %j with BAD_HOST, exit 2',
+    (url) => {
+      const error = thrown(() => parseHostUrl(url))
+      expect([error.code, error.exit]).toEqual(['BAD_HOST', 2])
+    },
+  )
 })
 
 describe('hosts.yaml', () => {
@@ -56,9 +59,11 @@ describe('hosts.yaml', () => {
   })
 
   it('reads hosts.yaml only when a bare name needs it', () => {
-    expect(resolveHosts('ssh://a@b', () => {
-      throw new Error('read')
-    })).toHaveLength(1)
+    expect(
+      resolveHosts('ssh://a@b', () => {
+        throw new Error('read')
+      }),
+    ).toHaveLength(1)
   })
 
   it('refuses an empty list', () => {
@@ -109,7 +114,7 @@ Host * !gpu
     expect(sshConfigFor(config, 'x.internal', '/h').user).toBe('everyone')
   })
 
-  it('the URL\'s user and port beat the file; HostName is where known_hosts is checked', () => {
+  it("the URL's user and port beat the file; HostName is where known_hosts is checked", () => {
     const endpoint = endpointFor({label: 'gpu', host: 'gpu', user: 'root', port: 22}, {env: {}, home: '/home/a', sshConfigText: config})
     expect(endpoint).toMatchObject({host: 'lab-gpu-3.example.org', user: 'root', port: 22, identityFiles: ['/home/a/.ssh/lab_ed25519'], jump: null})
   })

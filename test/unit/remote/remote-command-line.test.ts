@@ -8,7 +8,7 @@ import {forwardedArgv, quoteForPosixShell, remoteCommandLine} from '../../../src
 const NASTY = ["it's", 'two words', '$HOME', '`id`', 'a;b', 'line1\nline2', '\\', '"', '', '--name=x y', "'", '*', '-e', '!x', '$(touch /tmp/pwned)']
 
 describe('quoteForPosixShell', () => {
-  it('single-quotes every word, a quote inside as \'\\\'\'', () => {
+  it("single-quotes every word, a quote inside as '\\''", () => {
     expect(quoteForPosixShell("it's")).toBe(`'it'\\''s'`)
     expect(quoteForPosixShell('')).toBe(`''`)
   })
@@ -43,7 +43,10 @@ describe('remoteCommandLine, run by real shells as sshd runs it ($SHELL -c LINE)
   it('prefers the pushed bundle of the same version in the cache', () => {
     const bundle = join(home, 'cache', 'gpu-cosplay', '9.9.9', 'bin')
     mkdirSync(bundle, {recursive: true})
-    writeFileSync(join(bundle, 'run.js'), `process.stdout.write(JSON.stringify({argv: process.argv.slice(2), eof: process.env.GPU_COSPLAY_CANCEL_ON_EOF ?? null, host: process.env.GPU_COSPLAY_HOST ?? null, via: process.argv[1]}))\n`)
+    writeFileSync(
+      join(bundle, 'run.js'),
+      `process.stdout.write(JSON.stringify({argv: process.argv.slice(2), eof: process.env.GPU_COSPLAY_CANCEL_ON_EOF ?? null, host: process.env.GPU_COSPLAY_HOST ?? null, via: process.argv[1]}))\n`,
+    )
     // `node` on the box's PATH
     writeFileSync(join(bin, 'node'), `#!/bin/sh\nexec ${process.execPath} "$@"\n`)
     chmodSync(join(bin, 'node'), 0o755)
