@@ -226,6 +226,26 @@ describe('with this build pushed by remote install', () => {
     expect(r.json.error.message).toContain(name.replace('\n', '\\n'))
   })
 
+  it('Ctrl-C on the client mid-up: the box undoes the up, and the client shows its INTERRUPTED with its exit', async () => {
+    const before = boxGpu()
+    boxSmi('--sim-set faults=\'[{"at": 1, "action": "delay", "seconds": 4, "match": "-cgi"}]\'')
+    onBox(': > /var/lib/sim/state.json.calls.log')
+    const child = spawn(process.execPath, [BIN, 'up', '1650', '--match', 'fp32', '--no-container', '--name', 'ctrl-c', '--host', url, '--json'], {
+      env: clientEnv({}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+    await waitFor(() => onBox('cat /var/lib/gpu-cosplay/gpus/*.json 2>/dev/null || true').includes('"create-gi"'), 60_000)
+    child.kill('SIGINT')
+    const exitCode = await exited
+    expect([JSON.parse(stdout).error.code, exitCode]).toEqual(['INTERRUPTED', 3])
+    expect(boxCalls().find((c) => c.argv.includes('-cgi'))?.exit).toBe(0)
+    expect(boxGpu()).toEqual(before)
+    boxSmi("--sim-set faults='[]'")
+  })
+
   it('a client killed mid-up: the box finishes the step in flight, unwinds, and leaves nothing half-done', async () => {
     const before = boxGpu()
     boxSmi('--sim-set faults=\'[{"at": 1, "action": "delay", "seconds": 4, "match": "-cgi"}]\'')
