@@ -30,7 +30,8 @@ export async function forwardToHosts<T>(request: ForwardRequest<T>): Promise<T> 
   const cancels: Array<() => void> = []
   let interrupted = false
   const onSigint = () => {
-    if (interrupted) process.exit(130)
+    // nothing runs on a box yet (still connecting), or a second Ctrl-C: leave; the box unwinds on its own
+    if (interrupted || cancels.length === 0) process.exit(130)
     interrupted = true
     if (!request.quiet) process.stderr.write('Ctrl-C: asking the box to stop (it finishes the step in flight, then undoes); Ctrl-C again leaves at once\n')
     for (const cancel of cancels) cancel()
