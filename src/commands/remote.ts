@@ -20,7 +20,7 @@ export default class Remote extends BaseCommand {
   }
   static flags = {
     host: Flags.string({
-      description: 'the GPU box: ssh://user@box[:port], user@box, an ~/.ssh/config alias or a hosts.yaml name (env GPU_COSPLAY_HOST)',
+      description: 'the GPU box: ssh://user@box[:port], user@box, an ~/.ssh/config alias or a hosts.yaml name',
       env: 'GPU_COSPLAY_HOST',
     }),
   }
