@@ -13,6 +13,7 @@ import Ls from './commands/ls.js'
 import Plan from './commands/plan.js'
 import Ps from './commands/ps.js'
 import Recover from './commands/recover.js'
+import Remote from './commands/remote.js'
 import Report from './commands/report.js'
 import Reset from './commands/reset.js'
 import Ssh from './commands/ssh.js'
@@ -34,6 +35,7 @@ export const COMMANDS = {
   plan: Plan,
   ps: Ps,
   recover: Recover,
+  remote: Remote,
   report: Report,
   reset: Reset,
   ssh: Ssh,

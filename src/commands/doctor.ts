@@ -13,6 +13,7 @@ import {probeHost} from '../host/probe.js'
 import {smiPathFrom} from '../host/smi.js'
 import type {HostGpu, HostProbe, MigAvailability} from '../host/types.js'
 import {BaseCommand} from './support/base-command.js'
+import {hostFlag} from './support/host-flag.js'
 import {currentCatalog, localSmi} from './support/context.js'
 import {renderDoctor} from './support/render-doctor.js'
 
@@ -63,8 +64,12 @@ export default class Doctor extends BaseCommand {
   static description = `Checks nvidia-smi and the driver, each GPU (MIG mode and free slices, power and clock ranges), the Docker engine, the NVIDIA container runtime, and whether nvidia-smi can change settings (root or passwordless sudo). Reads only (at most 3 nvidia-smi calls); changes nothing. Exits 1 when something required is missing.`
   static examples = ['<%= config.bin %> doctor', '<%= config.bin %> doctor --json | jq ".checks[] | select(.status != \\"ok\\")"']
 
+  static flags = {...hostFlag}
+
   async run(): Promise<DoctorResult> {
-    await this.parse(Doctor)
+    const {flags} = await this.parse(Doctor)
+    const remote = await this.forwardToHost(flags.host, renderDoctor)
+    if (remote) return remote.result
     const smiPath = findExecutable(smiPathFrom(process.env), process.env)
     const [smi, docker, privileges] = await Promise.all([
       probeSmi(smiPath),

@@ -3,6 +3,7 @@ import {Args, Flags, ux} from '@oclif/core'
 import type {ClosedSession} from '../apply/tear-down.js'
 import {InputError} from '../core/errors.js'
 import {BaseCommand, escapeControl} from './support/base-command.js'
+import {hostFlag} from './support/host-flag.js'
 
 export type DownResult = {closed: ClosedSession[]}
 
@@ -14,10 +15,12 @@ Only the owner (or root) can end a session. A name given twice is ended once.`
   static examples = ['<%= config.bin %> down alice-rtx_3090', '<%= config.bin %> down a b c', '<%= config.bin %> down --all']
   static strict = false
   static args = {name: Args.string({description: 'session name(s); see gpu-cosplay ps'})}
-  static flags = {all: Flags.boolean({description: 'end every session you own (all sessions, as root)'})}
+  static flags = {all: Flags.boolean({description: 'end every session you own (all sessions, as root)'}), ...hostFlag}
 
   async run(): Promise<DownResult> {
     const {argv, flags} = await this.parse(Down)
+    const remote = await this.forwardToHost(flags.host, (r: DownResult) => renderDown(r.closed))
+    if (remote) return remote.result
     const names = argv as string[]
     if (names.length === 0 && !flags.all) throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
     if (names.length > 0 && flags.all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')

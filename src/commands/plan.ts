@@ -9,6 +9,7 @@ import {EXPORT_FORMATS, type ExportFormat, MIG_STRATEGIES, type MigStrategy} fro
 import {type Achievable, achievableFor} from '../plan/achievable-for.js'
 import {OBJECTIVES, type Plan as CosplayPlan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
+import {hostFlag} from './support/host-flag.js'
 import {currentCatalog, localSmi} from './support/context.js'
 import {fixed, formatTable} from './support/format-table.js'
 import {planFor} from './support/resolve-plan-host.js'
@@ -41,11 +42,14 @@ export default class Plan extends BaseCommand {
     label: Flags.string({description: 'with -o: the layout\'s name (mig-parted config, nvidia.com/mig.config label); default gpu-cosplay-<target>', dependsOn: ['output']}),
     image: Flags.string({description: 'with -o k8s: the cosplay image (default gpu-cosplay:<version>)', dependsOn: ['output']}),
     'lease-image': Flags.string({description: 'with -o k8s: image with the gpu-cosplay CLI for the lease DaemonSet (default: --image)', dependsOn: ['output']}),
+    ...hostFlag,
     node: Flags.string({description: 'with -o slurm: the NodeName (hostlist) the Gres line is for (default gpu-node)', dependsOn: ['output']}),
   }
 
   async run(): Promise<PlanResult> {
     const {args, flags} = await this.parse(Plan)
+    const remote = await this.forwardToHost(flags.host, renderPlan)
+    if (remote) return remote.result
     const catalog = await currentCatalog()
     const target = resolveTarget(catalog, args.gpu)
     const request = {

@@ -1,8 +1,10 @@
 import type {SessionView} from './support/read-host-status.js'
 import {BaseCommand} from './support/base-command.js'
 import {formatTable} from './support/format-table.js'
+import {hostsFlag} from './support/host-flag.js'
 
-export type PsResult = SessionView[]
+/** with several --host boxes, each session says which box it is on */
+export type PsResult = Array<SessionView & {host?: string}>
 
 export default class Ps extends BaseCommand {
   static summary = 'List cosplay sessions on this host'
@@ -10,8 +12,12 @@ export default class Ps extends BaseCommand {
     'Every session of every user, from the shared state directory, with its container state. Reads only: one nvidia-smi probe (GPU indexes, missing instances) and one Docker listing.'
   static examples = ['<%= config.bin %> ps', '<%= config.bin %> ps --json']
 
+  static flags = {...hostsFlag}
+
   async run(): Promise<PsResult> {
-    await this.parse(Ps)
+    const {flags} = await this.parse(Ps)
+    const remote = await this.forwardToHost<PsResult>(flags.host, renderPs, (perHost) => perHost.flatMap(({host, result}) => result.map((s) => ({host, ...s}))))
+    if (remote) return remote.result
     const {readHostStatus} = await import('./support/read-host-status.js')
     const {sessions} = await readHostStatus()
     if (!this.jsonEnabled()) this.log(renderPs(sessions))
@@ -19,7 +25,7 @@ export default class Ps extends BaseCommand {
   }
 }
 
-export function renderPs(sessions: readonly SessionView[]): string {
+export function renderPs(sessions: readonly (SessionView & {host?: string})[]): string {
   if (sessions.length === 0) return 'No sessions.'
   const crashed = sessions.filter((s) => s.crashed).map((s) => s.name)
   const rows = sessions.map((s) => [
@@ -31,7 +37,14 @@ export function renderPs(sessions: readonly SessionView[]): string {
     stateOf(s),
     s.container ? `${s.container.name} (${s.containerState ?? 'unknown'})` : '-',
   ])
-  const table = formatTable(['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER'], rows)
+  const headers = ['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER']
+  const onHosts = sessions.some((s) => s.host !== undefined)
+  const table = onHosts
+    ? formatTable(
+        ['HOST', ...headers],
+        rows.map((row, i) => [sessions[i].host ?? '-', ...row]),
+      )
+    : formatTable(headers, rows)
   if (crashed.length === 0) return table
   return `${table}\n\n${crashed.join(', ')} crashed: run gpu-cosplay recover to clean up`
 }

@@ -1,5 +1,6 @@
 import type {RecoverResult} from '../apply/recover.js'
 import {BaseCommand} from './support/base-command.js'
+import {hostFlag} from './support/host-flag.js'
 
 export type RecoverCommandResult = RecoverResult
 
@@ -10,8 +11,12 @@ export default class Recover extends BaseCommand {
 Every mutating command does this for its own GPU first; run it yourself after a crash or Ctrl-C Ctrl-C.`
   static examples = ['<%= config.bin %> recover', '<%= config.bin %> recover --json']
 
+  static flags = {...hostFlag}
+
   async run(): Promise<RecoverCommandResult> {
-    await this.parse(Recover)
+    const {flags} = await this.parse(Recover)
+    const remote = await this.forwardToHost(flags.host, renderRecover)
+    if (remote) return remote.result
     const [{applyContext}, {recoverAll}] = await Promise.all([import('./support/apply-context.js'), import('../apply/recover.js')])
     const ctx = await applyContext({mutates: true})
     const result = await recoverAll(ctx.deps)

@@ -1,8 +1,10 @@
 import type {HostView} from './support/read-host-status.js'
 import {BaseCommand, printFailure} from './support/base-command.js'
 import {renderPs} from './ps.js'
+import {hostsFlag} from './support/host-flag.js'
 
-export type StatusResult = HostView
+/** with several --host boxes: each box's view, under its name */
+export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
 
 export default class Status extends BaseCommand {
   static summary = 'Show the host GPUs with their leases, MIG instances and sessions, and flag orphans'
@@ -11,8 +13,14 @@ export default class Status extends BaseCommand {
 When nvidia-smi is missing or fails, the sessions on record are still listed; the problem is reported with its fix and the exit status is 3.`
   static examples = ['<%= config.bin %> status', '<%= config.bin %> status --json']
 
+  static flags = {...hostsFlag}
+
   async run(): Promise<StatusResult> {
-    await this.parse(Status)
+    const {flags} = await this.parse(Status)
+    const remote = await this.forwardToHost<StatusResult>(flags.host, renderStatusResult, (perHost) => ({
+      hosts: perHost.map(({host, result}) => ({host, ...(result as HostView)})),
+    }))
+    if (remote) return remote.result
     const {readHostStatus} = await import('./support/read-host-status.js')
     const status = await readHostStatus()
     if (!this.jsonEnabled()) this.log(renderStatus(status))
@@ -23,6 +31,23 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
     }
     return status
   }
+}
+
+/** One box, or several: each box's GPUs under its name, then one session table for all of them. */
+export function renderStatusResult(r: StatusResult): string {
+  if (!('hosts' in r)) return renderStatus(r)
+  const lines: string[] = []
+  for (const h of r.hosts) {
+    lines.push(
+      `== ${h.host}`,
+      ...renderStatus({...h, sessions: []})
+        .split('\n')
+        .filter((line) => line !== 'No sessions.' && line !== ''),
+      '',
+    )
+  }
+  lines.push(renderPs(r.hosts.flatMap((h) => h.sessions.map((s) => ({host: h.host, ...s})))))
+  return lines.join('\n')
 }
 
 export function renderStatus(s: HostView): string {

@@ -10,6 +10,7 @@ import type {PrepareInput} from '../container/prepare-container.js'
 import {packageRoot} from '../core/package-root.js'
 import {OBJECTIVES, type Objective, type Plan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
+import {hostFlag} from './support/host-flag.js'
 import {currentCatalog} from './support/context.js'
 
 export type UpResult = {
@@ -83,10 +84,13 @@ Then it starts a container on the slice (the last step of the same journal, so \
     'ssh-port': Flags.integer({description: "host port for the container's sshd (default: a free one)", min: 1, max: 65535}),
     'ssh-bind': Flags.string({description: 'host address sshd is published on', default: '127.0.0.1'}),
     'shm-size': Flags.string({description: 'size of /dev/shm, e.g. 1g', default: '1g'}),
+    ...hostFlag,
   }
 
   async run(): Promise<UpResult> {
     const {args, flags} = await this.parse(Up)
+    const remote = await this.forwardToHost(flags.host, renderUp)
+    if (remote) return remote.result
     const catalog = await currentCatalog()
     const target = resolveTarget(catalog, args.gpu)
     // Flags are checked before Docker or the GPU is contacted.

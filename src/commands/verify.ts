@@ -3,6 +3,7 @@ import {Args, Flags, ux} from '@oclif/core'
 import {ContainerError} from '../core/errors.js'
 import type {PerfReport} from '../plan/perf-verdict.js'
 import {BaseCommand} from './support/base-command.js'
+import {hostFlag} from './support/host-flag.js'
 import {fixed, formatTable} from './support/format-table.js'
 
 export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
@@ -23,10 +24,14 @@ export default class Verify extends BaseCommand {
 With --perf it measures instead (torch in the session, under 30 s on a GPU): FP32 and BF16 GEMM TFLOPS, copy bandwidth, the VRAM cap, and clock/power samples; and compares each with the plan's peak, the achievable figure when this GPU model was calibrated (gpu-cosplay calibrate), and the target. PASS within 10% of the expectation, WARN within 25%, FAIL beyond (exit 1). Without a CUDA device the figures are CPU ones and every verdict is SKIP.`
   static examples = ['<%= config.bin %> verify', '<%= config.bin %> verify alice-rtx_3090 --json', '<%= config.bin %> verify --perf']
   static args = {name: Args.string({description: 'session name (default: your only session)'})}
-  static flags = {perf: Flags.boolean({description: 'measure throughput, bandwidth and the VRAM cap against the plan'})}
+  static flags = {perf: Flags.boolean({description: 'measure throughput, bandwidth and the VRAM cap against the plan'}), ...hostFlag}
 
   async run(): Promise<VerifyResult | VerifyPerfResult> {
     const {args, flags} = await this.parse(Verify)
+    const remote = await this.forwardToHost<VerifyResult | VerifyPerfResult>(flags.host, (r) =>
+      flags.perf ? renderVerifyPerf(r as VerifyPerfResult) : renderVerify(r as VerifyResult),
+    )
+    if (remote) return remote.result
     const {accessSession} = await import('./support/session-access.js')
     const {DockerRuntime} = await import('../container/runtime.js')
     const access = accessSession(args.name)

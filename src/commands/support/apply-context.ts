@@ -16,6 +16,7 @@ import {LocalExecutor} from '../../core/local-executor.js'
 import {SmiGpuControl} from '../../host/gpu-control.js'
 import {checkSmiPrivileges} from '../../host/privileges.js'
 import {Smi, smiPathFrom} from '../../host/smi.js'
+import {CANCEL_ON_EOF_ENV} from '../../remote/remote-command-line.js'
 
 export type ApplyContext = {
   readonly stateDir: StateDir
@@ -67,11 +68,12 @@ function readBootId(): string | null {
 
 /**
  * First Ctrl-C (or SIGTERM): finish the step in flight, then undo. A second one exits at once and
- * leaves the journal to `gpu-cosplay recover`.
+ * leaves the journal to `gpu-cosplay recover`. Run by a --host client (GPU_COSPLAY_CANCEL_ON_EOF=1), EOF on stdin
+ * counts as the first Ctrl-C too: ssh without a pty sends no SIGHUP when the client goes away, it only closes stdin.
  */
-export function cancelOnSignals(say: (message: string) => void): Cancellation & {dispose(): void} {
+export function cancelOnSignals(say: (message: string) => void, env: NodeJS.ProcessEnv = process.env): Cancellation & {dispose(): void} {
   const state = {requested: false}
-  const onSignal = (signal: NodeJS.Signals) => {
+  const onSignal = (signal: NodeJS.Signals | 'EOF on stdin') => {
     if (state.requested) {
       say(`${signal} again: leaving now; the journal keeps what was done, run gpu-cosplay recover to undo it`)
       process.exit(130)
@@ -81,6 +83,9 @@ export function cancelOnSignals(say: (message: string) => void): Cancellation & 
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+  const watchEof = env[CANCEL_ON_EOF_ENV] === '1'
+  const onEof = () => onSignal('EOF on stdin')
+  if (watchEof) process.stdin.on('end', onEof).resume()
   return {
     get requested() {
       return state.requested
@@ -88,6 +93,7 @@ export function cancelOnSignals(say: (message: string) => void): Cancellation & 
     dispose() {
       process.off('SIGINT', onSignal)
       process.off('SIGTERM', onSignal)
+      if (watchEof) process.stdin.off('end', onEof).pause()
     },
   }
 }

@@ -4,6 +4,8 @@ import {isCosplayError} from '../../core/errors.js'
 
 type ParseFailure = Error & {oclif?: {exit?: number}}
 
+type HostResult<T> = {host: string; result: T}
+
 export type Failure = {code: string; message: string; fix: string[]; exit: number}
 
 /**
@@ -12,6 +14,23 @@ export type Failure = {code: string; message: string; fix: string[]; exit: numbe
  */
 export abstract class BaseCommand extends Command {
   static enableJsonFlag = true
+
+  /**
+   * With --host (or GPU_COSPLAY_HOST), runs this very command on the GPU box instead and renders its result with
+   * this command's renderer; null means "run here". Every GPU-touching command calls it right after parse.
+   */
+  protected async forwardToHost<T>(
+    host: string | undefined,
+    render: (result: T) => string,
+    merge?: (perHost: HostResult<T>[]) => T,
+  ): Promise<{result: T} | null> {
+    if (host === undefined || host.trim() === '') return null
+    const {forwardToHosts} = await import('./forward-to-host.js')
+    const quiet = this.jsonEnabled()
+    const result = await forwardToHosts<T>({spec: host, commandId: this.id ?? '', argv: this.argv, version: this.config.version, quiet, merge})
+    if (!quiet) this.log(render(result))
+    return {result}
+  }
 
   protected async catch(error: Error): Promise<unknown> {
     const failure = describeFailure(error)

@@ -15,6 +15,8 @@ export async function runFast(argv: readonly string[]): Promise<boolean> {
   if (Command === undefined) return false
   // plan without --on reads the GPU: a failure there must not run nvidia-smi twice
   if (id === 'plan' && !rest.some((arg) => arg === '--on' || arg.startsWith('--on='))) return false
+  // --host runs on another box (oclif-lite knows no flag environment variables either)
+  if (process.env.GPU_COSPLAY_HOST || rest.some((arg) => arg === '--host' || arg.startsWith('--host='))) return false
   // oclif colours JSON on a terminal
   if (rest.includes('--json') && process.stdout.isTTY) return false
   // the lite Command has the constructor oclif-lite gives it; the cast only hides oclif's real signature

@@ -1,0 +1,232 @@
+/**
+ * ssh2 to a GPU box, as `ssh -o BatchMode=yes` would connect: ~/.ssh/config (HostName, User, Port,
+ * IdentityFile, ProxyJump with one hop, UserKnownHostsFile), the agent at SSH_AUTH_SOCK, then the key files;
+ * host keys must already be in known_hosts. Loaded with `await import()` only when --host is given.
+ * ssh2 is CommonJS: named imports crash under Node, so take the default export apart.
+ */
+import {readFileSync} from 'node:fs'
+import {userInfo} from 'node:os'
+import {join} from 'node:path'
+import type {Readable} from 'node:stream'
+
+import createDebug from 'debug'
+import ssh2 from 'ssh2'
+import type {AgentAuthMethod, Client as ClientType, ConnectConfig, PublicKeyAuthMethod} from 'ssh2'
+
+import type {HostAddress} from './host-url.js'
+import {checkHostKey, type HostKeyVerdict, knownHostsName, readKnownHosts} from './known-hosts.js'
+import {RemoteError} from './remote-error.js'
+import {expandHome, sshConfigFor} from './ssh-config-file.js'
+
+const {Client, utils} = ssh2
+const debug = createDebug('gpu-cosplay:remote')
+
+/** Everything needed to open one connection, after ~/.ssh/config is applied. */
+export type SshEndpoint = {
+  readonly label: string
+  /** the name known_hosts is checked under (HostName when ssh_config gives one, as ssh does) */
+  readonly host: string
+  readonly port: number
+  readonly user: string
+  readonly identityFiles: readonly string[]
+  readonly knownHostsFiles: readonly string[]
+  readonly jump: SshEndpoint | null
+}
+
+export type EndpointEnv = {env: NodeJS.ProcessEnv; home: string; sshConfigText: string}
+
+const DEFAULT_KEYS = ['id_ed25519', 'id_ecdsa', 'id_rsa']
+
+/** The URL or alias with ~/.ssh/config applied: the URL's own user and port win over the file's, as on ssh's command line. */
+export function endpointFor(address: HostAddress, context: EndpointEnv, depth = 0): SshEndpoint {
+  const config = sshConfigFor(context.sshConfigText, address.host, context.home)
+  let jump: SshEndpoint | null = null
+  if (config.proxyJump !== null) {
+    if (depth > 0 || config.proxyJump.includes(',')) {
+      throw new RemoteError('REMOTE_PROXY_JUMP', `ProxyJump ${config.proxyJump} for ${address.label}: only one jump host is supported`, {exit: 2})
+    }
+    const hop = /^(?:ssh:\/\/)?(?:([^@]+)@)?([^:@]+)(?::(\d+))?$/.exec(config.proxyJump)
+    if (!hop) throw new RemoteError('REMOTE_PROXY_JUMP', `ProxyJump "${config.proxyJump}" for ${address.label} is not [user@]host[:port]`, {exit: 2})
+    jump = endpointFor({label: config.proxyJump, host: hop[2], user: hop[1] ?? null, port: hop[3] ? Number(hop[3]) : null}, context, depth + 1)
+  }
+  const identityFiles = config.identityFiles.length > 0 ? config.identityFiles : DEFAULT_KEYS.map((name) => join(context.home, '.ssh', name))
+  const knownHostsFiles =
+    config.userKnownHostsFiles.length > 0 ? config.userKnownHostsFiles : [join(context.home, '.ssh', 'known_hosts'), join(context.home, '.ssh', 'known_hosts2')]
+  return {
+    label: address.label,
+    host: config.hostName ?? address.host,
+    port: address.port ?? config.port ?? 22,
+    user: address.user ?? config.user ?? context.env.USER ?? userInfo().username,
+    identityFiles: identityFiles.map((path) => expandHome(path, context.home)),
+    knownHostsFiles,
+    jump,
+  }
+}
+
+export type ExecResult = {readonly stdout: string; readonly exitCode: number | null; readonly signal: string | null}
+
+export type RunningCommand = {
+  readonly done: Promise<ExecResult>
+  /** closes the command's stdin: the remote gpu-cosplay takes that EOF as Ctrl-C */
+  endInput(): void
+}
+
+export type ExecIo = {
+  onStderr?: (chunk: Buffer) => void
+  /** piped to the command's stdin; without it stdin stays open until endInput() or the connection closes */
+  stdin?: Readable
+}
+
+export class SshTransport {
+  private constructor(
+    private readonly client: ClientType,
+    private readonly jumpClient: ClientType | null,
+    readonly endpoint: SshEndpoint,
+  ) {}
+
+  static async connect(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<SshTransport> {
+    let jumpClient: ClientType | null = null
+    let sock: ConnectConfig['sock']
+    if (endpoint.jump) {
+      jumpClient = await openClient(endpoint.jump, env, timeoutMs, undefined)
+      const jumpVia = jumpClient
+      sock = await new Promise<NonNullable<ConnectConfig['sock']>>((resolve, reject) =>
+        jumpVia.forwardOut('127.0.0.1', 0, endpoint.host, endpoint.port, (error, stream) =>
+          error
+            ? reject(
+                new RemoteError('REMOTE_UNREACHABLE', `${endpoint.jump?.label} cannot reach ${endpoint.host}:${endpoint.port}: ${error.message}`, {
+                  cause: error,
+                }),
+              )
+            : resolve(stream),
+        ),
+      ).catch((error) => {
+        jumpVia.end()
+        throw error
+      })
+    }
+    const client = await openClient(endpoint, env, timeoutMs, sock).catch((error) => {
+      jumpClient?.end()
+      throw error
+    })
+    return new SshTransport(client, jumpClient, endpoint)
+  }
+
+  /** Runs one command line (already quoted for the remote POSIX shell); stdout is collected, stderr streamed. */
+  exec(command: string, io: ExecIo = {}): RunningCommand {
+    let end: () => void = () => {}
+    const done = new Promise<ExecResult>((resolve, reject) => {
+      debug('exec on %s: %s', this.endpoint.label, command)
+      this.client.exec(command, (error, channel) => {
+        if (error) {
+          reject(new RemoteError('REMOTE_EXEC_FAILED', `${this.endpoint.label} refused to run a command: ${error.message}`, {cause: error}))
+          return
+        }
+        const out: Buffer[] = []
+        let exitCode: number | null = null
+        let signal: string | null = null
+        channel.on('data', (chunk: Buffer) => out.push(chunk))
+        channel.stderr.on('data', (chunk: Buffer) => io.onStderr?.(chunk))
+        channel.on('exit', (code: number | null, signalName?: string) => {
+          exitCode = code
+          signal = signalName ?? null
+        })
+        channel.on('close', () => resolve({stdout: Buffer.concat(out).toString('utf8'), exitCode, signal}))
+        end = () => channel.end()
+        if (io.stdin) io.stdin.pipe(channel)
+      })
+    })
+    return {done, endInput: () => end()}
+  }
+
+  close(): void {
+    this.client.end()
+    this.jumpClient?.end()
+  }
+}
+
+function openClient(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeoutMs: number, sock: ConnectConfig['sock']): Promise<ClientType> {
+  const auth = authMethods(endpoint, env)
+  if (auth.length === 0) {
+    throw new RemoteError(
+      'REMOTE_NO_CREDENTIALS',
+      `no ssh agent (SSH_AUTH_SOCK) and no readable unencrypted key for ${endpoint.user}@${endpoint.host}:${endpoint.port}`,
+      {
+        fix: ['start ssh-agent and ssh-add your key, or set IdentityFile in ~/.ssh/config'],
+      },
+    )
+  }
+  const knownHosts = readKnownHosts(endpoint.knownHostsFiles)
+  return new Promise((resolve, reject) => {
+    const client = new Client()
+    let verdict: HostKeyVerdict | null = null
+    client.once('ready', () => resolve(client))
+    client.once('error', (error: Error & {level?: string; code?: string}) => {
+      client.end()
+      reject(connectError(endpoint, error, verdict))
+    })
+    client.connect({
+      host: endpoint.host,
+      port: endpoint.port,
+      username: endpoint.user,
+      sock,
+      readyTimeout: timeoutMs,
+      keepaliveInterval: 15_000,
+      keepaliveCountMax: 4,
+      authHandler: auth,
+      hostVerifier: (key: Buffer) => {
+        verdict = checkHostKey(knownHosts, endpoint.host, endpoint.port, key)
+        debug('host key of %s: %s', endpoint.label, verdict)
+        return verdict === 'trusted'
+      },
+    })
+  })
+}
+
+function authMethods(endpoint: SshEndpoint, env: NodeJS.ProcessEnv): Array<AgentAuthMethod | PublicKeyAuthMethod> {
+  const methods: Array<AgentAuthMethod | PublicKeyAuthMethod> = []
+  if (env.SSH_AUTH_SOCK) methods.push({type: 'agent', username: endpoint.user, agent: env.SSH_AUTH_SOCK})
+  for (const path of endpoint.identityFiles) {
+    let key: Buffer
+    try {
+      key = readFileSync(path)
+    } catch {
+      continue
+    }
+    // BatchMode: a key with a passphrase is only usable through the agent
+    if (utils.parseKey(key) instanceof Error) {
+      debug('skipping %s: unreadable or passphrase-protected', path)
+      continue
+    }
+    methods.push({type: 'publickey', username: endpoint.user, key})
+  }
+  return methods
+}
+
+function connectError(endpoint: SshEndpoint, error: Error & {level?: string; code?: string}, verdict: HostKeyVerdict | null): RemoteError {
+  const where = `${endpoint.user}@${endpoint.host}:${endpoint.port}`
+  const name = knownHostsName(endpoint.host, endpoint.port)
+  const scan = `ssh-keyscan -p ${endpoint.port} ${endpoint.host} (check the fingerprint) >> ~/.ssh/known_hosts, or ssh -p ${endpoint.port} ${endpoint.user}@${endpoint.host} once`
+  if (verdict === 'unknown') {
+    return new RemoteError('REMOTE_HOST_KEY_UNKNOWN', `the host key of ${name} is not in known_hosts (no prompt is shown in batch mode)`, {
+      fix: [scan],
+      cause: error,
+    })
+  }
+  if (verdict === 'changed' || verdict === 'revoked') {
+    return new RemoteError('REMOTE_HOST_KEY_CHANGED', `the host key of ${name} does not match known_hosts (${verdict}): refusing to connect`, {
+      fix: [`if the box was reinstalled: ssh-keygen -R '${name}', then add its new key`],
+      cause: error,
+    })
+  }
+  if (error.level === 'client-authentication') {
+    return new RemoteError('REMOTE_AUTH_FAILED', `${where} refused every key offered (agent and key files)`, {
+      fix: ['check that your public key is in ~/.ssh/authorized_keys on the box, or set IdentityFile in ~/.ssh/config'],
+      cause: error,
+    })
+  }
+  return new RemoteError('REMOTE_UNREACHABLE', `cannot reach ${where}: ${error.message}`, {
+    fix: ['check the address and port, and that sshd runs on the box'],
+    cause: error,
+  })
+}

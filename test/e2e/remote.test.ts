@@ -1,0 +1,271 @@
+/**
+ * --host end to end with real parts: a container running sshd + node + the nvidia-smi simulator is the GPU box
+ * (user `tester`, passwordless sudo for nvidia-smi only, its state in the box's /var/lib/gpu-cosplay); the
+ * client is the built CLI on this machine, with its own HOME (key, known_hosts), connecting through ssh2.
+ * `remote install` pushes this build into the box; then up/ps/down/status run there, and a client killed
+ * mid-`up` leaves the box to finish the step in flight and unwind.
+ */
+import {spawn, spawnSync} from 'node:child_process'
+import {chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {connect} from 'node:net'
+import {join} from 'node:path'
+
+import {jest} from '@jest/globals'
+
+import {BASE_IMAGE, BIN, docker, SIM_BIN, waitFor} from './support.js'
+
+jest.setTimeout(300_000)
+
+const BOX_IMAGE = 'gpu-cosplay-test-box:bookworm'
+const LABEL = 'io.gpu-cosplay.test-box'
+
+type Result = {exitCode: number | null; stdout: string; stderr: string}
+
+let home: string
+let boxId: string
+let url: string
+let port: number
+
+function client(args: readonly string[], env: Record<string, string> = {}): Result {
+  const r = spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', env: clientEnv(env), timeout: 120_000})
+  return {exitCode: r.status, stdout: r.stdout, stderr: r.stderr}
+}
+
+function clientJson(args: readonly string[], env: Record<string, string> = {}): Result & {json: any} {
+  const r = client([...args, '--json'], env)
+  try {
+    return {...r, json: JSON.parse(r.stdout)}
+  } catch {
+    throw new Error(`gpu-cosplay ${args.join(' ')} --json printed no JSON (exit ${r.exitCode}):\n${r.stdout}\n${r.stderr}`)
+  }
+}
+
+function clientEnv(extra: Record<string, string>): Record<string, string> {
+  return {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, NO_COLOR: '1', ...extra}
+}
+
+/** a command on the box, as root (the test's view from outside, never through the client) */
+function onBox(script: string): string {
+  return docker(['exec', boxId, 'sh', '-c', script])
+}
+
+function boxSmi(args: string): string {
+  return onBox(`GPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json /opt/sim/nvidia-smi ${args}`)
+}
+
+/** the box's GPU as an observer sees it: what must come back exactly */
+function boxGpu(): unknown[] {
+  const state = JSON.parse(boxSmi('--sim-dump'))
+  return state.gpus.map((g: any) => ({
+    persistence: g.persistence,
+    migCurrent: g.mig_current,
+    migPending: g.mig_pending,
+    powerLimitW: g.power_limit,
+    clocksLocked: g.clocks_locked,
+    instances: (g.gis ?? []).map((gi: any) => ({gi: gi.id, profile: gi.profile_id, start: gi.start, cis: (gi.cis ?? []).map((ci: any) => ci.id).sort()})),
+  }))
+}
+
+function boxCalls(): Array<{argv: string[]; exit: number | null}> {
+  return onBox('cat /var/lib/sim/state.json.calls.log 2>/dev/null || true')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+}
+
+function sshBanner(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.setTimeout(2000)
+    socket.once('data', (data) => {
+      socket.destroy()
+      resolve(data.toString().startsWith('SSH-2.0'))
+    })
+    socket.once('error', () => resolve(false))
+    socket.once('timeout', () => {
+      socket.destroy()
+      resolve(false)
+    })
+  })
+}
+
+beforeAll(async () => {
+  home = mkdtempSync('/tmp/gpu-cosplay-e2e-remote-')
+  mkdirSync(join(home, '.ssh'), {mode: 0o700})
+  const key = join(home, '.ssh', 'id_ed25519')
+  spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'client', '-f', key], {stdio: 'ignore'})
+  const context = mkdtempSync('/tmp/gpu-cosplay-e2e-box-')
+  // node on the box: this machine's own binary (Debian bookworm, as the base image)
+  copyFileSync(process.execPath, join(context, 'node'))
+  copyFileSync(SIM_BIN, join(context, 'nvidia-smi-sim'))
+  copyFileSync(`${key}.pub`, join(context, 'authorized_keys'))
+  writeFileSync(join(context, 'nvidia-smi'), '#!/bin/sh\nGPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json exec /opt/sim/nvidia-smi "$@"\n')
+  chmodSync(join(context, 'nvidia-smi'), 0o755)
+  writeFileSync(
+    join(context, 'Dockerfile'),
+    `FROM ${BASE_IMAGE}
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sudo >/dev/null && rm -rf /var/lib/apt/lists/*
+RUN useradd --create-home --shell /bin/bash tester && mkdir -p /run/sshd /opt/sim /var/lib/sim /var/lib/gpu-cosplay /home/tester/.ssh \\
+ && chmod 1777 /var/lib/gpu-cosplay && ssh-keygen -A \\
+ && echo 'tester ALL=(root) NOPASSWD: /usr/local/bin/nvidia-smi' > /etc/sudoers.d/tester && chmod 0440 /etc/sudoers.d/tester
+COPY node /usr/local/bin/node
+COPY nvidia-smi-sim /opt/sim/nvidia-smi
+COPY nvidia-smi /usr/local/bin/nvidia-smi
+COPY authorized_keys /home/tester/.ssh/authorized_keys
+RUN chown -R tester:tester /home/tester/.ssh && chmod 700 /home/tester/.ssh && chmod 600 /home/tester/.ssh/authorized_keys \\
+ && GPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json /opt/sim/nvidia-smi --sim-init --model h200 --gpus 1 \\
+ && GPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json /opt/sim/nvidia-smi --sim-set require_root=true \\
+ && chmod 0777 /var/lib/sim && chmod 0666 /var/lib/sim/*
+CMD ["/usr/sbin/sshd", "-D", "-e"]
+`,
+  )
+  docker(['build', '-q', '-t', BOX_IMAGE, context])
+  rmSync(context, {recursive: true, force: true})
+  boxId = docker(['run', '-d', '--label', LABEL, '-p', '127.0.0.1::22', BOX_IMAGE]).trim()
+  port = Number(/:(\d+)\s*$/m.exec(docker(['port', boxId, '22/tcp']).split('\n')[0])![1])
+  url = `ssh://tester@127.0.0.1:${port}`
+  const deadline = Date.now() + 30_000
+  while (!(await sshBanner())) {
+    if (Date.now() > deadline) throw new Error('sshd in the box never answered')
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  const hostKey = onBox('cat /etc/ssh/ssh_host_ed25519_key.pub').trim().split(/\s+/).slice(0, 2).join(' ')
+  writeFileSync(join(home, '.ssh', 'known_hosts'), `[127.0.0.1]:${port} ${hostKey}\n`)
+})
+
+afterAll(() => {
+  if (boxId) docker(['rm', '-f', boxId])
+  if (home) rmSync(home, {recursive: true, force: true})
+})
+
+describe('before anything is installed on the box', () => {
+  it('the node copied into the box runs there', () => {
+    expect(onBox('su tester -c "node --version"').trim()).toBe(process.version)
+  })
+
+  it('a forwarded command says gpu-cosplay is missing there, in one error (REMOTE_NOT_INSTALLED, exit 5)', () => {
+    const r = clientJson(['ps', '--host', url])
+    expect([r.json.error.code, r.exitCode]).toEqual(['REMOTE_NOT_INSTALLED', 5])
+  })
+
+  it('an admin-installed gpu-cosplay of another version is refused by the handshake (REMOTE_VERSION_MISMATCH, exit 5)', () => {
+    const fake = `#!/bin/sh\necho '{"protocol": 1, "version": "0.0.9", "node": "v20"}'\n`
+    docker(['exec', '-i', boxId, 'sh', '-c', 'cat > /usr/local/bin/gpu-cosplay && chmod 755 /usr/local/bin/gpu-cosplay'], fake)
+    try {
+      const r = clientJson(['ps', '--host', url])
+      expect([r.json.error.code, r.exitCode]).toEqual(['REMOTE_VERSION_MISMATCH', 5])
+    } finally {
+      onBox('rm -f /usr/local/bin/gpu-cosplay')
+    }
+  })
+
+  it('an unknown host key is refused without a prompt (REMOTE_HOST_KEY_UNKNOWN, exit 5)', () => {
+    const other = mkdtempSync('/tmp/gpu-cosplay-e2e-kh-')
+    mkdirSync(join(other, '.ssh'))
+    copyFileSync(join(home, '.ssh', 'id_ed25519'), join(other, '.ssh', 'id_ed25519'))
+    writeFileSync(join(other, '.ssh', 'known_hosts'), '')
+    const unknown = clientJson(['ps', '--host', url], {HOME: other})
+    expect([unknown.json.error.code, unknown.exitCode]).toEqual(['REMOTE_HOST_KEY_UNKNOWN', 5])
+  })
+
+  it('a changed host key is refused (REMOTE_HOST_KEY_CHANGED, exit 5)', () => {
+    const other = mkdtempSync('/tmp/gpu-cosplay-e2e-kh-')
+    mkdirSync(join(other, '.ssh'))
+    copyFileSync(join(home, '.ssh', 'id_ed25519'), join(other, '.ssh', 'id_ed25519'))
+    spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(other, 'fake')], {stdio: 'ignore'})
+    const fake = readFileSync(join(other, 'fake.pub'), 'utf8').trim().split(/\s+/).slice(0, 2).join(' ')
+    writeFileSync(join(other, '.ssh', 'known_hosts'), `[127.0.0.1]:${port} ${fake}\n`)
+    const r = clientJson(['ps', '--host', url], {HOME: other})
+    expect([r.json.error.code, r.exitCode]).toEqual(['REMOTE_HOST_KEY_CHANGED', 5])
+  })
+})
+
+describe('with this build pushed by remote install', () => {
+  beforeAll(() => {
+    const r = clientJson(['remote', 'install', '--host', url])
+    if (r.exitCode !== 0) throw new Error(`remote install failed: ${r.stdout}${r.stderr}`)
+    expect(r.json.dir).toBe('/home/tester/.cache/gpu-cosplay/0.1.0')
+  })
+
+  it('the handshake answers with this version', () => {
+    expect(onBox('su tester -c "node ~/.cache/gpu-cosplay/0.1.0/bin/run.js remote info --json"')).toContain('"version": "0.1.0"')
+  })
+
+  it('up --no-container, ps (one table over two host names), down: the box GPU is exactly as before', () => {
+    const before = boxGpu()
+    const up = clientJson(['up', '3090', '--host', url, '--no-container', '--name', 'remote-3090'])
+    expect(up.exitCode).toBe(0)
+    expect(up.json.name).toBe('remote-3090')
+    expect(up.json.mig.profile).toBeTruthy()
+    expect(boxGpu()).not.toEqual(before)
+
+    const ps = clientJson(['ps', '--host', url])
+    expect(ps.json.map((s: any) => s.name)).toEqual(['remote-3090'])
+    const two = client(['ps', '--host', `${url},tester@127.0.0.1:${port}`])
+    expect(two.exitCode).toBe(0)
+    expect(two.stdout).toMatch(/^HOST\s+NAME/m)
+    expect(two.stdout.match(/remote-3090/g)).toHaveLength(2)
+    const status = clientJson(['status', '--host', url])
+    expect(status.json.sessions.map((s: any) => s.name)).toEqual(['remote-3090'])
+
+    const text = client(['ps', '--host', url])
+    expect(text.stdout).toMatch(/remote-3090\s+tester/)
+
+    const down = clientJson(['down', 'remote-3090', '--host', url])
+    expect(down.exitCode).toBe(0)
+    expect(boxGpu()).toEqual(before)
+    expect(clientJson(['ps', '--host', url]).json).toEqual([])
+  })
+
+  it('a remote failure keeps its code and exit, and odd arguments arrive exactly', () => {
+    const name = "it's $HOME; `id`\nx"
+    const r = clientJson(['down', name, '--host', url])
+    const local = clientJson(['down', name], {GPU_COSPLAY_STATE_DIR: join(home, 'local-state'), GPU_COSPLAY_NVIDIA_SMI: '/nonexistent'})
+    expect([r.json.error.code, r.exitCode]).toEqual([local.json.error.code, local.exitCode])
+    // control characters come back escaped, as every message shows them
+    expect(r.json.error.message).toContain(name.replace('\n', '\\n'))
+  })
+
+  it('Ctrl-C on the client mid-up: the box undoes the up, and the client shows its INTERRUPTED with its exit', async () => {
+    const before = boxGpu()
+    boxSmi('--sim-set faults=\'[{"at": 1, "action": "delay", "seconds": 4, "match": "-cgi"}]\'')
+    onBox(': > /var/lib/sim/state.json.calls.log')
+    const child = spawn(process.execPath, [BIN, 'up', '1650', '--match', 'fp32', '--no-container', '--name', 'ctrl-c', '--host', url, '--json'], {
+      env: clientEnv({}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+    await waitFor(() => onBox('cat /var/lib/gpu-cosplay/gpus/*.json 2>/dev/null || true').includes('"create-gi"'), 60_000)
+    child.kill('SIGINT')
+    const exitCode = await exited
+    expect([JSON.parse(stdout).error.code, exitCode]).toEqual(['INTERRUPTED', 3])
+    expect(boxCalls().find((c) => c.argv.includes('-cgi'))?.exit).toBe(0)
+    expect(boxGpu()).toEqual(before)
+    boxSmi("--sim-set faults='[]'")
+  })
+
+  it('a client killed mid-up: the box finishes the step in flight, unwinds, and leaves nothing half-done', async () => {
+    const before = boxGpu()
+    boxSmi('--sim-set faults=\'[{"at": 1, "action": "delay", "seconds": 4, "match": "-cgi"}]\'')
+    onBox(': > /var/lib/sim/state.json.calls.log')
+    const child = spawn(process.execPath, [BIN, 'up', '1650', '--match', 'fp32', '--no-container', '--name', 'victim', '--host', url, '--json'], {
+      env: clientEnv({}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const exited = new Promise((resolve) => child.on('close', resolve))
+    // the box's journal names create-gi before it acts: the (delayed) create is then in flight
+    await waitFor(() => onBox('cat /var/lib/gpu-cosplay/gpus/*.json 2>/dev/null || true').includes('"create-gi"'), 60_000)
+    child.kill('SIGKILL')
+    await exited
+    // on the box: the create finished (exit 0), then its instance was destroyed, and nothing runs any more
+    await waitFor(() => boxCalls().some((c) => c.argv.includes('-dgi')), 60_000)
+    await waitFor(() => !onBox('ps -eo args 2>/dev/null || cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " "').includes('bin/run.js'), 60_000)
+    const calls = boxCalls()
+    expect(calls.find((c) => c.argv.includes('-cgi'))?.exit).toBe(0)
+    expect(boxGpu()).toEqual(before)
+    expect(clientJson(['ps', '--host', url]).json).toEqual([])
+    boxSmi("--sim-set faults='[]'")
+  })
+})
