@@ -52,7 +52,9 @@ try {
   const sizeOf = (ref) => Number(docker('image', 'inspect', '-f', '{{.Size}}', ref).stdout.trim())
   const addedBytes = sizeOf(TAG) - sizeOf(BASE)
 
-  console.log(`up -> first ssh login (process start to up's return, ${RUNS} runs): median ${Math.round(median(times))} ms; inside up: median ${median(loginMs)} ms`)
+  console.log(
+    `up -> first ssh login (process start to up's return, ${RUNS} runs): median ${Math.round(median(times))} ms; inside up: median ${median(loginMs)} ms`,
+  )
   console.log(`layers docker/Dockerfile adds on ${BASE}: ${(addedBytes / 1024 / 1024).toFixed(1)} MiB in ${added.length} layer(s)`)
   for (const r of added) {
     const [, size, createdBy] = r.split('\t')
@@ -60,7 +62,6 @@ try {
   }
   console.log(JSON.stringify({upToSshMedianMs: Math.round(median(times)), upToSshSamplesMs: times.map(Math.round), addedLayerBytes: addedBytes}))
 } finally {
-
   for (const i of Array.from({length: RUNS}, (_, k) => k)) docker('rm', '-f', `gpu-cosplay-bench-${i}`)
   rmSync(dir, {recursive: true, force: true})
   for (const suffix of ['', '.lock', '.calls.log']) rmSync(state + suffix, {force: true})

@@ -30,9 +30,7 @@ export function listBooks(stateDir: string): {file: string; book: GpuBook}[] {
 
 /** Every session in every GPU book. */
 export function listSessions(stateDir: string): SessionLocation[] {
-  return listBooks(stateDir).flatMap(({book}) =>
-    Object.values(book.sessions).map((session) => ({session, gpuUuid: book.gpu.uuid, gpuName: book.gpu.name})),
-  )
+  return listBooks(stateDir).flatMap(({book}) => Object.values(book.sessions).map((session) => ({session, gpuUuid: book.gpu.uuid, gpuName: book.gpu.name})))
 }
 
 export type BookStoreDeps = EngineDeps & {readonly stateDir: string; readonly bootId: string | null}
@@ -107,7 +105,12 @@ export async function withBook<T>(
   })
 }
 
-function readOrStart(file: string, gpu: {uuid: string; name: string}, bootId: string | null, onCorrupt: 'throw' | 'move-aside'): {book: GpuBook; movedAside: string | null} {
+function readOrStart(
+  file: string,
+  gpu: {uuid: string; name: string},
+  bootId: string | null,
+  onCorrupt: 'throw' | 'move-aside',
+): {book: GpuBook; movedAside: string | null} {
   try {
     return {book: readBook(file) ?? emptyBook({uuid: gpu.uuid, name: gpu.name}, bootId), movedAside: null}
   } catch (error) {

@@ -183,7 +183,11 @@ function gpuSteps(plan: Plan): PlannedStep[] {
  * not a single UUID (an administrator made one meanwhile), join `-L` with the default table (two calls).
  */
 async function migUuidOf(gpu: GpuControl, live: HostGpu, session: SessionRecord, book: GpuBook, before: ReadonlySet<string>): Promise<string> {
-  const others = new Set(Object.values(book.sessions).map((s) => s.mig?.uuid).filter((u): u is string => typeof u === 'string'))
+  const others = new Set(
+    Object.values(book.sessions)
+      .map((s) => s.mig?.uuid)
+      .filter((u): u is string => typeof u === 'string'),
+  )
   const fresh = (await gpu.listGpus(live.index)).migDevices.filter((d) => !before.has(d.uuid) && !others.has(d.uuid))
   if (fresh.length === 1) return fresh[0].uuid
   const devices = await gpu.migDevices()
@@ -191,7 +195,10 @@ async function migUuidOf(gpu: GpuControl, live: HostGpu, session: SessionRecord,
     (d) => d.gpuIndex === live.index && d.gpuInstanceId === session.mig?.gpuInstanceId && d.computeInstanceId === session.mig?.computeInstanceId,
   )
   if (!mine) {
-    throw new StateError('MIG_UUID_NOT_FOUND', `GPU ${live.index}: the new instance (GI ${session.mig?.gpuInstanceId}, CI ${session.mig?.computeInstanceId}) is not listed by nvidia-smi -L`)
+    throw new StateError(
+      'MIG_UUID_NOT_FOUND',
+      `GPU ${live.index}: the new instance (GI ${session.mig?.gpuInstanceId}, CI ${session.mig?.computeInstanceId}) is not listed by nvidia-smi -L`,
+    )
   }
   return mine.uuid
 }

@@ -92,7 +92,12 @@ export async function unwindSession(ctx: StepContext, persist: Persist, steps: S
  * died mid-way: roll each back (a killed `up`) or finish it (a killed `down`). Both mean undoing what
  * the journal says was, or may have been, done.
  */
-export async function recoverAbandoned(deps: EngineDeps, book: GpuBook, live: HostGpu, persist: Persist): Promise<{recovered: string[]; notes: string[]; live: HostGpu}> {
+export async function recoverAbandoned(
+  deps: EngineDeps,
+  book: GpuBook,
+  live: HostGpu,
+  persist: Persist,
+): Promise<{recovered: string[]; notes: string[]; live: HostGpu}> {
   const recovered: string[] = []
   const notes: string[] = []
   for (const session of Object.values(book.sessions)) {

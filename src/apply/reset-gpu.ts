@@ -52,7 +52,9 @@ export async function resetGpu(gpuIndex: number, deps: BookStoreDeps): Promise<R
       if (live.power.defaultW !== null) await deps.gpu.setPowerLimit(live.index, live.power.defaultW)
       if (live.gpuInstances.length > 0) {
         const ids = live.gpuInstances.map((gi) => gi.id).join(', ')
-        notes.push(`GPU instances ${ids} are on GPU ${live.index} and no record says whose; none was destroyed (an administrator can: nvidia-smi mig -i ${live.index} -gi ID -dgi after -dci)`)
+        notes.push(
+          `GPU instances ${ids} are on GPU ${live.index} and no record says whose; none was destroyed (an administrator can: nvidia-smi mig -i ${live.index} -gi ID -dgi after -dci)`,
+        )
       }
       notes.push('MIG mode and persistence mode were left as they are: without a record, their earlier values are unknown')
       return {...result, mode: 'driver-defaults' as const, endedSessions: []}

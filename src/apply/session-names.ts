@@ -54,7 +54,11 @@ export function readClaims(stateDir: string): NameClaim[] {
 
 /** The first free `<user>-<target>`, `<user>-<target>-2`, ... */
 export function reserveAutoName(stateDir: string, base: string, claim: {gpuUuid: string; pid: number; hostname: string}): string {
-  const clean = base.replace(/[^a-zA-Z0-9_.-]+/g, '-').replace(/^[^a-zA-Z0-9]+/, '').slice(0, 56) || 'session'
+  const clean =
+    base
+      .replace(/[^a-zA-Z0-9_.-]+/g, '-')
+      .replace(/^[^a-zA-Z0-9]+/, '')
+      .slice(0, 56) || 'session'
   for (let n = 1; n < 1000; n++) {
     const name = n === 1 ? clean : `${clean}-${n}`
     if (reserveName(stateDir, name, claim)) return name

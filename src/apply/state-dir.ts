@@ -118,7 +118,10 @@ export function ensurePrivateDir(dir: string, owner: {readonly uid: number; read
   if (!info.isDirectory()) throw new StateError('STATE_DIR_DAMAGED', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
   if (info.uid !== owner.uid) {
     if (process.getuid?.() !== 0) {
-      throw new StateError('STATE_DIR_NOT_OWNED', `${dir} belongs to uid ${info.uid}, not to you (uid ${owner.uid})`, {exit: 4, fix: [`sudo chown ${owner.uid}:${owner.gid} ${dir}`]})
+      throw new StateError('STATE_DIR_NOT_OWNED', `${dir} belongs to uid ${info.uid}, not to you (uid ${owner.uid})`, {
+        exit: 4,
+        fix: [`sudo chown ${owner.uid}:${owner.gid} ${dir}`],
+      })
     }
     fs.chownSync(dir, owner.uid, owner.gid)
   }
@@ -146,8 +149,12 @@ export function ensureSharedDir(dir: string, options: {create: boolean} = {creat
     fs.chmodSync(dir, 0o1777) // a new folder too: mkdir's mode is cut by the umask
     return
   }
-  throw new StateError('STATE_DIR_NOT_SHARED', `${dir} is private to uid ${info.uid} (mode ${(info.mode & 0o7777).toString(8)}), so other users cannot keep their keys and MPS pipes there`, {
-    exit: 4,
-    fix: [`sudo chmod 1777 ${dir}`],
-  })
+  throw new StateError(
+    'STATE_DIR_NOT_SHARED',
+    `${dir} is private to uid ${info.uid} (mode ${(info.mode & 0o7777).toString(8)}), so other users cannot keep their keys and MPS pipes there`,
+    {
+      exit: 4,
+      fix: [`sudo chmod 1777 ${dir}`],
+    },
+  )
 }

@@ -55,7 +55,9 @@ async function tearDownLocked(location: SessionLocation, open: OpenBook, deps: B
   }
   session.phase = 'stopping'
   persist()
-  const heldBefore = Object.entries(book.leases).filter(([, l]) => l?.holders.includes(name)).map(([k]) => k)
+  const heldBefore = Object.entries(book.leases)
+    .filter(([, l]) => l?.holders.includes(name))
+    .map(([k]) => k)
   const ctx = open.contextFor(session)
   await unwindSession(ctx, persist, deps.steps)
   delete book.sessions[name]

@@ -89,7 +89,10 @@ function catalogFilesIn(dir: string): string[] | null {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw new CatalogError('CATALOG_INVALID', `${dir}: cannot list catalog folder`, {cause: error})
   }
-  return names.filter((name) => CATALOG_FILE.test(name)).sort().map((name) => path.join(dir, name))
+  return names
+    .filter((name) => CATALOG_FILE.test(name))
+    .sort()
+    .map((name) => path.join(dir, name))
 }
 
 /** Entries by key, remembering which file each came from and whether it may still be overridden. */

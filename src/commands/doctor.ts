@@ -108,7 +108,7 @@ function mpsCheck(): DoctorCheck {
     name,
     status: 'warn',
     detail: `${mpsControlPathFrom(process.env)} not found: sessions on a slice fall back to the GPU-wide clock lock and power limit, which bind every tenant, and the VRAM cap holds for torch/JAX/CuPy only`,
-    fix: ['install the driver\'s nvidia-cuda-mps-control (it ships with the NVIDIA driver utilities), or point GPU_COSPLAY_MPS_CONTROL at it'],
+    fix: ["install the driver's nvidia-cuda-mps-control (it ships with the NVIDIA driver utilities), or point GPU_COSPLAY_MPS_CONTROL at it"],
   }
 }
 
@@ -120,7 +120,8 @@ async function stateDirCheck(): Promise<DoctorCheck> {
   const fix = [`sudo mkdir -p ${SHARED_STATE_DIR} && sudo chmod 1777 ${SHARED_STATE_DIR}`]
   if (dir === null) {
     const wanted = process.env[HOST_ENV.stateDir] || SHARED_STATE_DIR
-    if (canCreate(wanted) || !process.env[HOST_ENV.stateDir]) return {name, status: 'ok', detail: `none yet: the first up creates ${wanted} (or a per-user one)`, fix: []}
+    if (canCreate(wanted) || !process.env[HOST_ENV.stateDir])
+      return {name, status: 'ok', detail: `none yet: the first up creates ${wanted} (or a per-user one)`, fix: []}
     return {name, status: 'missing', detail: `${wanted} does not exist and cannot be created`, fix: [`set ${HOST_ENV.stateDir} to a folder you can write`]}
   }
   try {

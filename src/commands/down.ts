@@ -22,7 +22,8 @@ Only the owner (or root) can end a session. A name given twice is ended once.`
     const remote = await this.forwardToHost(flags.host, (r: DownResult) => renderDown(r.closed))
     if (remote) return remote.result
     const names = argv as string[]
-    if (names.length === 0 && !flags.all) throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
+    if (names.length === 0 && !flags.all)
+      throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
     if (names.length > 0 && flags.all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
     const [{applyContext}, {tearDown}, {listSessions}] = await Promise.all([
       import('./support/apply-context.js'),

@@ -35,11 +35,25 @@ export default class Plan extends BaseCommand {
     strict: Flags.boolean({description: 'as up --strict: refuse instead of sharing a clock or power limit another session holds'}),
     'lock-clock': Flags.boolean({description: 'as up --lock-clock: lock the GPU-wide clock even on a slice'}),
     'cap-power': Flags.boolean({description: "as up --cap-power: cap the GPU-wide power at the target's TDP even on a slice"}),
-    output: Flags.string({char: 'o', description: 'render the plan for a cluster instead: a mig-parted layout, Kubernetes manifests or Slurm config', options: [...EXPORT_FORMATS]}),
+    output: Flags.string({
+      char: 'o',
+      description: 'render the plan for a cluster instead: a mig-parted layout, Kubernetes manifests or Slurm config',
+      options: [...EXPORT_FORMATS],
+    }),
     out: Flags.string({description: 'write the -o output to this file instead of stdout', dependsOn: ['output']}),
-    mix: Flags.string({description: 'with -o mig-parted: pack several targets onto one GPU, e.g. 3090x2,t4x3 (the GPU argument counts once unless named)', dependsOn: ['output']}),
-    'mig-strategy': Flags.string({description: 'with -o k8s: the device plugin\'s MIG strategy (default mixed)', options: [...MIG_STRATEGIES], dependsOn: ['output']}),
-    label: Flags.string({description: 'with -o: the layout\'s name (mig-parted config, nvidia.com/mig.config label); default gpu-cosplay-<target>', dependsOn: ['output']}),
+    mix: Flags.string({
+      description: 'with -o mig-parted: pack several targets onto one GPU, e.g. 3090x2,t4x3 (the GPU argument counts once unless named)',
+      dependsOn: ['output'],
+    }),
+    'mig-strategy': Flags.string({
+      description: "with -o k8s: the device plugin's MIG strategy (default mixed)",
+      options: [...MIG_STRATEGIES],
+      dependsOn: ['output'],
+    }),
+    label: Flags.string({
+      description: "with -o: the layout's name (mig-parted config, nvidia.com/mig.config label); default gpu-cosplay-<target>",
+      dependsOn: ['output'],
+    }),
     image: Flags.string({description: 'with -o k8s: the cosplay image (default gpu-cosplay:<version>)', dependsOn: ['output']}),
     'lease-image': Flags.string({description: 'with -o k8s: image with the gpu-cosplay CLI for the lease DaemonSet (default: --image)', dependsOn: ['output']}),
     ...hostFlag,
@@ -70,11 +84,17 @@ export default class Plan extends BaseCommand {
       // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
       const {exportPlan} = await import('../export/export-plan.js')
       const text = exportPlan(catalog, host, target, plan, {
-        format: flags.output as ExportFormat, mix: flags.mix, migStrategy: flags['mig-strategy'] as MigStrategy | undefined, label: flags.label,
-        image: flags.image ?? defaultImageTag(this.config.version), leaseImage: flags['lease-image'], nodeName: flags.node,
+        format: flags.output as ExportFormat,
+        mix: flags.mix,
+        migStrategy: flags['mig-strategy'] as MigStrategy | undefined,
+        label: flags.label,
+        image: flags.image ?? defaultImageTag(this.config.version),
+        leaseImage: flags['lease-image'],
+        nodeName: flags.node,
       })
       if (flags.out) await writeFile(flags.out, text)
-      else if (this.jsonEnabled()) throw new InputError('OUTPUT_NEEDS_FILE', `-o ${flags.output} and --json both write to stdout`, {fix: ['write the export with --out FILE']})
+      else if (this.jsonEnabled())
+        throw new InputError('OUTPUT_NEEDS_FILE', `-o ${flags.output} and --json both write to stdout`, {fix: ['write the export with --out FILE']})
       else process.stdout.write(text)
     } else if (!this.jsonEnabled()) this.log(renderPlan(plan))
     return plan
@@ -93,15 +113,50 @@ export function renderPlan(plan: PlanResult): string {
   // ERROR: peak vs the target's datasheet (what the planner matched). Where the catalog has the target's
   // achieved figure and this host is calibrated, ACHIEVED ERROR compares achievable with it: like with like.
   const alike = a.targetAchieved.length > 0
-  const row = (label: string, peak: number | null, achievable: number | null, target: number | null, error: number | null, achieved: [number | null, number | null], digits = 1) => [
-    label, fixed(peak, digits), fixed(achievable, digits), fixed(target, digits), pct(error), ...(alike ? [fixed(achieved[0], digits), pct(achieved[1])] : []),
+  const row = (
+    label: string,
+    peak: number | null,
+    achievable: number | null,
+    target: number | null,
+    error: number | null,
+    achieved: [number | null, number | null],
+    digits = 1,
+  ) => [
+    label,
+    fixed(peak, digits),
+    fixed(achievable, digits),
+    fixed(target, digits),
+    pct(error),
+    ...(alike ? [fixed(achieved[0], digits), pct(achieved[1])] : []),
   ]
   const achievedTarget = (axis: 'fp32' | 'bf16' | 'bandwidth', figure: number | null, error: number | null): [number | null, number | null] =>
     a.targetAchieved.includes(axis) ? [figure, error] : [null, null]
   const rows = [
-    row('FP32 TFLOPS', plan.expected.fp32Tflops, a.expected.fp32Tflops, plan.target.fp32Tflops, plan.errors.fp32Pct, achievedTarget('fp32', a.target.fp32Tflops, a.errors.fp32Pct)),
-    row('BF16 tensor TFLOPS', plan.expected.bf16Tflops, a.expected.bf16Tflops, plan.target.bf16Tflops, plan.errors.bf16Pct, achievedTarget('bf16', a.target.bf16Tflops, a.errors.bf16Pct)),
-    row('Bandwidth GB/s', plan.expected.bandwidthGBs, a.expected.bandwidthGBs, plan.target.bandwidthGBs, plan.errors.bandwidthPct, achievedTarget('bandwidth', a.target.bandwidthGBs, a.errors.bandwidthPct), 0),
+    row(
+      'FP32 TFLOPS',
+      plan.expected.fp32Tflops,
+      a.expected.fp32Tflops,
+      plan.target.fp32Tflops,
+      plan.errors.fp32Pct,
+      achievedTarget('fp32', a.target.fp32Tflops, a.errors.fp32Pct),
+    ),
+    row(
+      'BF16 tensor TFLOPS',
+      plan.expected.bf16Tflops,
+      a.expected.bf16Tflops,
+      plan.target.bf16Tflops,
+      plan.errors.bf16Pct,
+      achievedTarget('bf16', a.target.bf16Tflops, a.errors.bf16Pct),
+    ),
+    row(
+      'Bandwidth GB/s',
+      plan.expected.bandwidthGBs,
+      a.expected.bandwidthGBs,
+      plan.target.bandwidthGBs,
+      plan.errors.bandwidthPct,
+      achievedTarget('bandwidth', a.target.bandwidthGBs, a.errors.bandwidthPct),
+      0,
+    ),
     // the VRAM cap is exact: nothing to calibrate
     row('VRAM GiB', plan.expected.vramGB, plan.expected.vramGB, plan.target.vramGB, plan.errors.vramPct, [null, null]),
   ]

@@ -34,7 +34,9 @@ With no usable record (none, or a damaged journal, which is moved aside), clocks
     if (!this.jsonEnabled()) {
       ux.action.stop('done')
       const how = result.mode === 'journal' ? 'from the journal' : 'to driver defaults (no usable record)'
-      this.log([`GPU ${result.gpuIndex} restored ${how}; ended: ${result.endedSessions.join(', ') || 'none'}`, ...result.notes.map((n) => `note: ${n}`)].join('\n'))
+      this.log(
+        [`GPU ${result.gpuIndex} restored ${how}; ended: ${result.endedSessions.join(', ') || 'none'}`, ...result.notes.map((n) => `note: ${n}`)].join('\n'),
+      )
     }
     return result
   }

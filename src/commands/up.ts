@@ -75,9 +75,13 @@ Then it starts a container on the slice (the last step of the same journal, so \
     name: Flags.string({description: 'session name (default: <user>-<target>)'}),
     'no-container': Flags.boolean({description: 'only prepare the GPU; print the variables your own workload needs'}),
     strict: Flags.boolean({description: 'fail instead of sharing a clock or power limit another session holds'}),
-    'lock-clock': Flags.boolean({description: 'lock the GPU-wide clock even on a slice (it binds every tenant of the GPU; by default only a whole-GPU session does)'}),
+    'lock-clock': Flags.boolean({
+      description: 'lock the GPU-wide clock even on a slice (it binds every tenant of the GPU; by default only a whole-GPU session does)',
+    }),
     'cap-power': Flags.boolean({description: "cap the GPU-wide power limit at the target's TDP even on a slice (it binds every tenant of the GPU)"}),
-    image: Flags.string({description: 'image to run (default: the cosplay image, built on first use); any other image gets the entrypoint and hooks bind-mounted'}),
+    image: Flags.string({
+      description: 'image to run (default: the cosplay image, built on first use); any other image gets the entrypoint and hooks bind-mounted',
+    }),
     workspace: Flags.string({description: 'host folder mounted at /workspace (default: the current folder)'}),
     volume: Flags.string({description: 'extra bind mount HOST:CONTAINER[:ro] (repeatable)', multiple: true}),
     env: Flags.string({description: 'extra variable NAME=VALUE for the container (repeatable)', multiple: true}),
@@ -188,7 +192,11 @@ async function containerInputFrom(flags: UpFlags, target: Target, version: strin
 async function upResult(active: ActiveSession, target: Target, launched: LaunchedSession | null, startedAt: number): Promise<UpResult> {
   const [{costumeEnv}, {CONTAINER_MPS_DIRS}] = await Promise.all([import('../plan/costume-env.js'), import('../core/names.js')])
   const device = active.session.mig?.uuid ?? active.gpuUuid
-  const mpsDirs = launched ? (active.plan.mps ? CONTAINER_MPS_DIRS : null) : active.mpsDaemon && {pipe: active.mpsDaemon.pipeDirectory, log: active.mpsDaemon.logDirectory}
+  const mpsDirs = launched
+    ? active.plan.mps
+      ? CONTAINER_MPS_DIRS
+      : null
+    : active.mpsDaemon && {pipe: active.mpsDaemon.pipeDirectory, log: active.mpsDaemon.logDirectory}
   return {
     name: active.name,
     target: active.session.target,
@@ -244,10 +252,12 @@ export function renderUp(r: UpResult): string {
     `  clock:  ${r.clockMHz === null ? 'unlocked' : `${r.clockMHz} MHz`}   power: ${power}   VRAM cap: ${r.vramCapGiB} GiB`,
     r.mps
       ? `  MPS:    ${r.mps.activeThreadPercentage}% active threads = ${r.mps.smCount} SMs, ${r.mps.pinnedMemLimitMiB} MiB pinned (${r.mps.pipeDirectory})`
-      : '  MPS:    not used (no nvidia-cuda-mps-control on this host): the VRAM cap is the costume\'s, for torch/JAX/CuPy only',
+      : "  MPS:    not used (no nvidia-cuda-mps-control on this host): the VRAM cap is the costume's, for torch/JAX/CuPy only",
     `  GPU-wide: ${r.gpuWide.reason}`,
     '',
-    ...(r.container ? renderContainer(r.container) : ['For your own workload (the costume hooks read these):', ...Object.entries(r.env).map(([k, v]) => `  export ${k}=${shellQuote(v)}`)]),
+    ...(r.container
+      ? renderContainer(r.container)
+      : ['For your own workload (the costume hooks read these):', ...Object.entries(r.env).map(([k, v]) => `  export ${k}=${shellQuote(v)}`)]),
     '',
     `End it with: gpu-cosplay down ${r.name}`,
   ]
@@ -260,11 +270,15 @@ function renderContainer(c: UpContainer): string[] {
   const lines = [`Container ${c.name} (${c.image}), /workspace = ${c.workspace ?? '-'}`, '', 'Connect:', `  ${c.connect.command}`]
   if (c.connect.ssh) lines.push(`  ${c.connect.ssh}`)
   else lines.push('  (the image has no sshd: gpu-cosplay ssh and exec go through docker exec)')
-  if (c.connect.sshConfig) lines.push('', 'For VS Code Remote-SSH, add to ~/.ssh/config (or: gpu-cosplay ssh-config NAME >> ~/.ssh/config):', ...c.connect.sshConfig.split('\n').map((l) => `  ${l}`))
+  if (c.connect.sshConfig)
+    lines.push(
+      '',
+      'For VS Code Remote-SSH, add to ~/.ssh/config (or: gpu-cosplay ssh-config NAME >> ~/.ssh/config):',
+      ...c.connect.sshConfig.split('\n').map((l) => `  ${l}`),
+    )
   return lines
 }
 
 function shellQuote(value: string): string {
   return /^[\w@%+=:,./-]*$/.test(value) && value !== '' ? value : `'${value.replace(/'/g, `'\\''`)}'`
 }
-

@@ -94,10 +94,11 @@ export function renderVerifyPerf(r: VerifyPerfResult): string {
   })
   const device = `${r.device.kind === 'cpu' ? 'CPU (no CUDA device): ' : ''}${r.device.name}${r.device.driver ? `, driver ${r.device.driver}` : ''}`
   const s = r.samples.summary
-  const sampled = r.samples.count > 0 && s
-    ? `samples (${r.samples.count}, real values): SM clock ${s.smClockMHz ? `${s.smClockMHz.min}-${s.smClockMHz.max} MHz` : '-'}, power ${s.powerW ? `${s.powerW.min}-${s.powerW.max} W` : '-'}` +
-      `, throttle ${s.throttleReasons.length > 0 ? s.throttleReasons.join(', ') : 'none'}`
-    : `samples: none (${r.samples.reason ?? 'no nvidia-smi'})`
+  const sampled =
+    r.samples.count > 0 && s
+      ? `samples (${r.samples.count}, real values): SM clock ${s.smClockMHz ? `${s.smClockMHz.min}-${s.smClockMHz.max} MHz` : '-'}, power ${s.powerW ? `${s.powerW.min}-${s.powerW.max} W` : '-'}` +
+        `, throttle ${s.throttleReasons.length > 0 ? s.throttleReasons.join(', ') : 'none'}`
+      : `samples: none (${r.samples.reason ?? 'no nvidia-smi'})`
   const cap = r.vramCap
     ? `VRAM cap ${fixed(r.vramCap.capGiB, 2)} GiB: up to it ${r.vramCap.underCapOk ? 'works' : 'FAILS'}, 1 GiB more ${r.vramCap.overCapRefused ? 'is refused' : 'is ALLOWED'}` +
       (r.vramCap.cupyRefused === null ? '' : `; CuPy ${r.vramCap.cupyRefused ? 'refuses' : 'ALLOWS'} it`) +

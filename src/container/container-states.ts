@@ -17,8 +17,7 @@ export type ContainerState = {
 }
 
 export type ContainerStates =
-  | {readonly reachable: true; readonly bySession: Readonly<Record<string, ContainerState>>}
-  | {readonly reachable: false; readonly reason: string}
+  {readonly reachable: true; readonly bySession: Readonly<Record<string, ContainerState>>} | {readonly reachable: false; readonly reason: string}
 
 /** Every container labelled with a gpu-cosplay session, keyed by session name. */
 export async function readContainerStates(runtime: DockerRuntime = new DockerRuntime()): Promise<ContainerStates> {

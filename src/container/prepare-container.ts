@@ -5,7 +5,6 @@
  */
 import {statSync} from 'node:fs'
 
-
 import {userDirOf} from '../apply/state-dir.js'
 import {ContainerError, InputError} from '../core/errors.js'
 import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'
@@ -42,7 +41,9 @@ export async function prepareContainer(input: PrepareInput, runtime: DockerRunti
   let built: CosplayBuild | null = null
   if (!image) {
     if (input.imageRef !== null) {
-      throw new ContainerError('IMAGE_NOT_FOUND', `no image ${imageRef} on this Docker engine`, {fix: [`docker pull ${imageRef}`, 'or leave out --image to use the cosplay image']})
+      throw new ContainerError('IMAGE_NOT_FOUND', `no image ${imageRef} on this Docker engine`, {
+        fix: [`docker pull ${imageRef}`, 'or leave out --image to use the cosplay image'],
+      })
     }
     const base = baseImageFor({})
     input.onBuildStart?.(imageRef, base)
@@ -50,7 +51,11 @@ export async function prepareContainer(input: PrepareInput, runtime: DockerRunti
     image = await runtime.inspectImage(imageRef)
     if (!image) throw new ContainerError('IMAGE_NOT_FOUND', `the build of ${imageRef} left no image`)
   }
-  const identity = await loadOrCreateSshIdentity({userDir: userDirOf(input.stateDir, input.keyOwner.uid), owner: input.keyOwner, comment: `gpu-cosplay ${input.owner.user}`})
+  const identity = await loadOrCreateSshIdentity({
+    userDir: userDirOf(input.stateDir, input.keyOwner.uid),
+    owner: input.keyOwner,
+    comment: `gpu-cosplay ${input.owner.user}`,
+  })
   // 0: the engine picks a free port at bind time and the start reads it back (inspect). A port chosen here
   // first (get-port) could be taken by a concurrent `up` before Docker binds it.
   const sshPort = image.hasSshd ? (input.sshPort ?? 0) : null

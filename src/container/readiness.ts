@@ -35,9 +35,13 @@ export function entrypointDone(container: SessionContainer, runtime: DockerRunti
         if (who?.exitCode === 0) return
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
-      throw new ContainerError('CONTAINER_NOT_READY', `the entrypoint of ${container.session} did not create user ${container.user} within ${Math.round(timeoutMs / 1000)} s`, {
-        fix: [`look at its log: docker logs ${container.name}`],
-      })
+      throw new ContainerError(
+        'CONTAINER_NOT_READY',
+        `the entrypoint of ${container.session} did not create user ${container.user} within ${Math.round(timeoutMs / 1000)} s`,
+        {
+          fix: [`look at its log: docker logs ${container.name}`],
+        },
+      )
     },
   }
 }

@@ -179,7 +179,7 @@ export class DockerRuntime {
     }
     let imageId: string | null = null
     let failure: string | null = null
-    const output: BuildEvent[] = await new Promise((resolve, reject) => {
+    const output: BuildEvent[] = (await new Promise((resolve, reject) => {
       this.docker.modem.followProgress(
         stream,
         (error: Error | null, events: BuildEvent[]) => (error ? reject(error) : resolve(events)),
@@ -191,7 +191,7 @@ export class DockerRuntime {
       )
     }).catch((error) => {
       throw this.wrap(error, 'IMAGE_BUILD_FAILED', `building ${options.tag} failed`)
-    }) as BuildEvent[]
+    })) as BuildEvent[]
     // belt and braces: some engines only put the error in the final output
     for (const event of output) if (event.error || event.errorDetail) failure ??= event.errorDetail?.message ?? event.error ?? null
     if (failure) {
@@ -284,9 +284,7 @@ export class DockerRuntime {
     } catch (error) {
       await this.remove(container.id, {force: true}).catch((removeError) => debug('cleanup of %s failed: %O', container.id, removeError))
       const message = engineMessage(error)
-      const fix = /nvidia|device driver/i.test(message)
-        ? ['the engine has no nvidia device driver: install nvidia-container-toolkit and restart dockerd']
-        : []
+      const fix = /nvidia|device driver/i.test(message) ? ['the engine has no nvidia device driver: install nvidia-container-toolkit and restart dockerd'] : []
       throw new ContainerError('CONTAINER_START_FAILED', `cannot start container ${spec.name}: ${message}`, {fix, cause: error})
     }
     let sshPort: number | null = null

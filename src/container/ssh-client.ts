@@ -84,7 +84,10 @@ function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<ClientT
 
 /** One ssh2 connection, logged in. */
 export class SshSession {
-  private constructor(private readonly client: ClientType, readonly target: SshTarget) {}
+  private constructor(
+    private readonly client: ClientType,
+    readonly target: SshTarget,
+  ) {}
 
   /**
    * Polls until a login works: the first connections through docker-proxy are often reset while sshd starts.
@@ -210,7 +213,8 @@ export class SshSession {
 /** The SHA256 fingerprint ssh prints for a public key line, e.g. for a known_hosts check. */
 export function fingerprintOf(publicKeyLine: string): string {
   const parsed = utils.parseKey(publicKeyLine)
-  if (parsed instanceof Error || Array.isArray(parsed)) throw new ContainerError('SSH_BAD_KEY', `not a public key: ${parsed instanceof Error ? parsed.message : 'several keys'}`)
+  if (parsed instanceof Error || Array.isArray(parsed))
+    throw new ContainerError('SSH_BAD_KEY', `not a public key: ${parsed instanceof Error ? parsed.message : 'several keys'}`)
   return `SHA256:${createHash('sha256').update(parsed.getPublicSSH()).digest('base64').replace(/=+$/, '')}`
 }
 

@@ -45,16 +45,7 @@ export const COSTUME_ENV = {
 /** Where a container's MPS daemon keeps its pipe and log (the entrypoint makes them, owned by the session user). */
 export const CONTAINER_MPS_DIRS = {pipe: '/run/gpu-cosplay/mps/pipe', log: '/run/gpu-cosplay/mps/log'} as const
 
-export const STEP_KINDS = [
-  'set-persistence',
-  'enable-mig',
-  'create-gi',
-  'create-ci',
-  'lock-clocks',
-  'set-power-limit',
-  'start-mps',
-  'start-container',
-] as const
+export const STEP_KINDS = ['set-persistence', 'enable-mig', 'create-gi', 'create-ci', 'lock-clocks', 'set-power-limit', 'start-mps', 'start-container'] as const
 export type StepKind = (typeof STEP_KINDS)[number]
 
 export const DEBUG_NS = {

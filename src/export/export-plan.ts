@@ -65,12 +65,19 @@ function layoutFor(format: ExportFormat, host: PlanHost, mixed: readonly MixedPl
   if (host.model.mig !== null && unsliced) {
     if (format !== 'mig-parted') return null
     const where = host.index === null ? host.name : `GPU ${host.index}`
-    throw new InputError('EXPORT_NEEDS_MIG', `the plan for ${unsliced.plan.target.name} uses no MIG slice on ${where} (${host.migUnavailableReason ?? 'whole GPU'})`, {
-      fix: [`export against the model instead: --on ${host.model.key}`],
-    })
+    throw new InputError(
+      'EXPORT_NEEDS_MIG',
+      `the plan for ${unsliced.plan.target.name} uses no MIG slice on ${where} (${host.migUnavailableReason ?? 'whole GPU'})`,
+      {
+        fix: [`export against the model instead: --on ${host.model.key}`],
+      },
+    )
   }
   if (host.model.mig === null && format !== 'mig-parted') return null
-  return packMigLayout(host.model, mixed.map((m) => ({targetKey: m.plan.target.key, asked: m.asked, profile: m.plan.mig?.profile ?? '', count: m.count})))
+  return packMigLayout(
+    host.model,
+    mixed.map((m) => ({targetKey: m.plan.target.key, asked: m.asked, profile: m.plan.mig?.profile ?? '', count: m.count})),
+  )
 }
 
 function mixPlans(catalog: Catalog, host: PlanHost, target: Target, plan: Plan, mix: string): MixedPlan[] {

@@ -26,7 +26,11 @@ export function gpuWideSettings(plan: Plan, model: HostModel): GpuWideSettings |
  */
 export function leaseHoldArgv(hostGpu: number, settings: GpuWideSettings): string[] {
   return [
-    'gpu-cosplay', 'lease', 'hold', '--host-gpu', String(hostGpu),
+    'gpu-cosplay',
+    'lease',
+    'hold',
+    '--host-gpu',
+    String(hostGpu),
     ...(settings.clockMHz === null ? [] : ['--clock-mhz', String(settings.clockMHz)]),
     ...(settings.powerLimitW === null ? [] : ['--power-limit-w', String(settings.powerLimitW)]),
   ]

@@ -19,12 +19,14 @@ export function renderK8s(input: ExportInput): string {
   const settings = gpuWideSettings(input.plan, input.hostModel)
   const docs: string[] = []
   if (input.layout) {
-    docs.push(dumpYaml({
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: {name: MIG_CONFIG_MAP, namespace: GPU_OPERATOR_NAMESPACE},
-      data: {'config.yaml': dumpMigParted(migPartedConfig(input.layout, input.hostModel, input.label))},
-    }))
+    docs.push(
+      dumpYaml({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {name: MIG_CONFIG_MAP, namespace: GPU_OPERATOR_NAMESPACE},
+        data: {'config.yaml': dumpMigParted(migPartedConfig(input.layout, input.hostModel, input.label))},
+      }),
+    )
   }
   if (settings) docs.push(dumpYaml(leaseDaemonSet(input, settings)))
   docs.push(dumpYaml(pod(input, podName)))
@@ -39,7 +41,9 @@ function notes(input: ExportInput, podName: string): string[] {
     lines.push(
       '',
       `The GPU operator's MIG manager lays out each GPU of a node labelled nvidia.com/mig.config=${label}`,
-      `(${Object.entries(layout.migDevices).map(([p, n]) => `${n} x ${p}`).join(', ')}). A cluster admin runs:`,
+      `(${Object.entries(layout.migDevices)
+        .map(([p, n]) => `${n} x ${p}`)
+        .join(', ')}). A cluster admin runs:`,
       '  kubectl apply -f THIS_FILE',
       `  kubectl patch clusterpolicies.nvidia.com/cluster-policy --type merge -p '{"spec":{"mig":{"strategy":"${input.migStrategy}"},"migManager":{"config":{"name":"${MIG_CONFIG_MAP}"}}}}'`,
       `  kubectl label node NODE nvidia.com/mig.config=${label} --overwrite`,
@@ -81,12 +85,14 @@ function pod(input: ExportInput, podName: string): Record<string, unknown> {
     spec: {
       restartPolicy: 'Never',
       ...(selector ? {nodeSelector: selector} : {}),
-      containers: [{
-        name: 'cosplay',
-        image: input.image,
-        env: Object.entries(env).map(([name, value]) => ({name, value})),
-        resources: {limits: {[resource]: 1}},
-      }],
+      containers: [
+        {
+          name: 'cosplay',
+          image: input.image,
+          env: Object.entries(env).map(([name, value]) => ({name, value})),
+          resources: {limits: {[resource]: 1}},
+        },
+      ],
     },
   }
 }
@@ -115,18 +121,20 @@ function leaseDaemonSet(input: ExportInput, settings: NonNullable<ReturnType<typ
         spec: {
           ...(selector ? {nodeSelector: selector} : {}),
           terminationGracePeriodSeconds: 60,
-          containers: [{
-            name: 'lease',
-            image: input.leaseImage,
-            command: ['/bin/sh', '-c', script],
-            env: [
-              {name: 'NVIDIA_VISIBLE_DEVICES', value: 'all'},
-              {name: 'NVIDIA_DRIVER_CAPABILITIES', value: 'utility'},
-              {name: 'GPU_COSPLAY_STATE_DIR', value: NODE_STATE_DIR},
-            ],
-            securityContext: {privileged: true},
-            volumeMounts: [{name: 'state', mountPath: NODE_STATE_DIR}],
-          }],
+          containers: [
+            {
+              name: 'lease',
+              image: input.leaseImage,
+              command: ['/bin/sh', '-c', script],
+              env: [
+                {name: 'NVIDIA_VISIBLE_DEVICES', value: 'all'},
+                {name: 'NVIDIA_DRIVER_CAPABILITIES', value: 'utility'},
+                {name: 'GPU_COSPLAY_STATE_DIR', value: NODE_STATE_DIR},
+              ],
+              securityContext: {privileged: true},
+              volumeMounts: [{name: 'state', mountPath: NODE_STATE_DIR}],
+            },
+          ],
           // The node's own leases and journal: a lease here and a `gpu-cosplay up` on the node see each other.
           volumes: [{name: 'state', hostPath: {path: NODE_STATE_DIR, type: 'DirectoryOrCreate'}}],
         },

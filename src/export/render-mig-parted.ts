@@ -35,7 +35,9 @@ export function renderMigParted(input: ExportInput): string {
     '',
     'WARNING: nvidia-mig-parted destroys every MIG instance on a GPU before it applies a layout. Never point',
     'it at a GPU that `gpu-cosplay up` uses: sessions there would lose their slices mid-run.',
-    hostModel.pciDeviceIds ? `device-filter: only GPUs with PCI device id ${hostModel.pciDeviceIds.join(' or ')} (${hostModel.name}).` : `No PCI device id is known for ${hostModel.name}: this layout applies to every GPU.`,
+    hostModel.pciDeviceIds
+      ? `device-filter: only GPUs with PCI device id ${hostModel.pciDeviceIds.join(' or ')} (${hostModel.name}).`
+      : `No PCI device id is known for ${hostModel.name}: this layout applies to every GPU.`,
     '',
     `Apply:  nvidia-mig-parted apply -f THIS_FILE -c ${label}`,
     `Check:  nvidia-mig-parted assert -f THIS_FILE -c ${label}`,

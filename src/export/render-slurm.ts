@@ -39,14 +39,17 @@ export function renderSlurm(input: ExportInput): string {
           `  nvidia-mig-parted apply -f mig.yaml -c ${input.label}`,
         ]
       : [`${input.hostModel.name} has no MIG: jobs get a whole GPU.`]),
-    'Then put each part below in place (merge the slurm.conf lines into the node\'s own NodeName line; the Gres',
+    "Then put each part below in place (merge the slurm.conf lines into the node's own NodeName line; the Gres",
     'count is per GPU, so multiply it by the GPUs of the node), and run',
     '  scontrol reconfigure    (a new Gres or GresTypes needs slurmctld and the slurmd restarted instead)',
     `Jobs ask for it with: srun --gres=${gresType ? `gpu:${gresType}:1` : 'gpu:1'} ...`,
     ...(settings
-      ? ['', `The plan also needs ${describeSettings(settings)}, GPU-wide: the Prolog holds it with \`gpu-cosplay lease hold\``,
+      ? [
+          '',
+          `The plan also needs ${describeSettings(settings)}, GPU-wide: the Prolog holds it with \`gpu-cosplay lease hold\``,
           'and the Epilog releases it; the lease restores the previous values when the last job on the GPU ends.',
-          'Both need the gpu-cosplay CLI with the `lease` command on the node, and never fail the job.']
+          'Both need the gpu-cosplay CLI with the `lease` command on the node, and never fail the job.',
+        ]
       : []),
   ]
   const slurmConf = [

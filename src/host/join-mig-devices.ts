@@ -9,9 +9,7 @@ import type {MigDevice} from './types.js'
  */
 export function joinMigDevices(listed: ListGpus, table: SmiTable): MigDevice[] {
   return listed.migDevices.map((device) => {
-    const row = table.migDevices.find(
-      (candidate) => candidate.gpuIndex === device.gpuIndex && candidate.deviceIndex === device.deviceIndex,
-    )
+    const row = table.migDevices.find((candidate) => candidate.gpuIndex === device.gpuIndex && candidate.deviceIndex === device.deviceIndex)
     return {
       gpuIndex: device.gpuIndex,
       deviceIndex: device.deviceIndex,

@@ -30,7 +30,12 @@ export function mpsControlPathFrom(env: Readonly<Record<string, string | undefin
 /** The control binary's path when this host has one (an explicit path, or a name on PATH); null: no MPS here. */
 export function findMpsControl(env: Readonly<Record<string, string | undefined>>): string | null {
   const wanted = mpsControlPathFrom(env)
-  const candidates = wanted.includes('/') ? [wanted] : (env.PATH ?? '').split(':').filter(Boolean).map((dir) => path.join(dir, wanted))
+  const candidates = wanted.includes('/')
+    ? [wanted]
+    : (env.PATH ?? '')
+        .split(':')
+        .filter(Boolean)
+        .map((dir) => path.join(dir, wanted))
   for (const candidate of candidates) {
     try {
       fs.accessSync(candidate, fs.constants.X_OK)
@@ -88,7 +93,11 @@ export class MpsControl {
   }
 
   private failure(what: string, dirs: MpsDirectories, result: {exitCode: number; stdout: string; stderr: string}): HostError {
-    const said = `${result.stderr}\n${result.stdout}`.split('\n').map((l) => l.trim()).find((l) => l !== '') ?? `exit ${result.exitCode}`
+    const said =
+      `${result.stderr}\n${result.stdout}`
+        .split('\n')
+        .map((l) => l.trim())
+        .find((l) => l !== '') ?? `exit ${result.exitCode}`
     return new HostError('MPS_FAILED', `could not ${what} (pipe directory ${dirs.pipe}): ${said}`, {
       fix: [`look at its log: ${path.join(dirs.log, 'control.log')}`],
     })

@@ -25,7 +25,8 @@ type TreeNode = {
 }
 
 // What nvidia-smi prints instead of a value it could not read; bracketed forms come from --query-gpu and newer -q.
-const UNREADABLE = /^\[?(N\/A|Insufficient Permissions|Not Found|Not Supported|Unknown Error|GPU requires reset|Requested functionality has been deprecated)\]?$/i
+const UNREADABLE =
+  /^\[?(N\/A|Insufficient Permissions|Not Found|Not Supported|Unknown Error|GPU requires reset|Requested functionality has been deprecated)\]?$/i
 
 // "GPU 00000000:03:00.0": the only unindented line without " : " that opens a GPU block.
 const GPU_HEADER = /^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$/

@@ -102,7 +102,11 @@ export function parseSmiTable(text: string): SmiTable {
 
 function cellsOf(line: string | undefined): string[] {
   if (line === undefined) return []
-  return line.replace(/^\|/, '').replace(/\|$/, '').split('|').map((cell) => cell.trim())
+  return line
+    .replace(/^\|/, '')
+    .replace(/\|$/, '')
+    .split('|')
+    .map((cell) => cell.trim())
 }
 
 function pushGpu(lines: readonly string[], gpus: SmiTableGpu[]): void {

@@ -37,9 +37,7 @@ export const perfMeasurementSchema = z.looseObject({
     count: z.number(),
     rows: z.array(z.record(z.string(), z.number().nullable())),
     reason: z.string().optional(),
-    summary: z
-      .looseObject({smClockMHz: spread, powerW: spread, powerLimitW: spread.optional(), throttleReasons: z.array(z.string())})
-      .optional(),
+    summary: z.looseObject({smClockMHz: spread, powerW: spread, powerLimitW: spread.optional(), throttleReasons: z.array(z.string())}).optional(),
   }),
   elapsedS: z.number(),
 })
@@ -48,8 +46,7 @@ export type PerfSamples = PerfMeasurement['samples']
 
 /** A measurement, a refusal the script explains itself (no torch, no CUDA), or null for output it did not write. */
 export type PerfOutput =
-  | {readonly kind: 'measured'; readonly measurement: PerfMeasurement}
-  | {readonly kind: 'refused'; readonly code: string; readonly message: string}
+  {readonly kind: 'measured'; readonly measurement: PerfMeasurement} | {readonly kind: 'refused'; readonly code: string; readonly message: string}
 
 const refusal = z.strictObject({error: z.strictObject({code: z.string(), message: z.string()})})
 

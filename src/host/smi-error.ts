@@ -17,12 +17,7 @@ export class SmiError extends HostError {
   readonly exitCode: number | null
   readonly stdout: string
 
-  constructor(
-    code: string,
-    message: string,
-    details: SmiErrorDetails,
-    options: {exit?: ExitCode; fix?: string[]; cause?: unknown} = {},
-  ) {
+  constructor(code: string, message: string, details: SmiErrorDetails, options: {exit?: ExitCode; fix?: string[]; cause?: unknown} = {}) {
     super(code, message, options)
     this.argv = details.argv
     this.line = details.line

@@ -59,9 +59,10 @@ export function achievableFor(plan: Plan, lookup: CalibrationLookup, targetFract
   return {
     basis: fractions ? 'calibrated' : 'peak',
     note: noteFor(lookup),
-    calibration: lookup.status === 'found'
-      ? {file: lookup.file, driver: lookup.calibration.driver, measuredAt: lookup.calibration.measuredAt, fractions: lookup.calibration.fractions}
-      : null,
+    calibration:
+      lookup.status === 'found'
+        ? {file: lookup.file, driver: lookup.calibration.driver, measuredAt: lookup.calibration.measuredAt, fractions: lookup.calibration.fractions}
+        : null,
     expected,
     target,
     targetAchieved,

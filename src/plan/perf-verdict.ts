@@ -105,12 +105,7 @@ const THROUGHPUT = {
  * Measured vs expected (peak, calibrated) vs target per axis, with verdicts. A CPU run (tests, or a session
  * without a GPU) is reported with every verdict SKIP: its figures say nothing about the GPU.
  */
-export function perfReport(
-  m: PerfMeasurement,
-  e: PerfExpectations,
-  calibration: CalibrationFractions | null,
-  targetFraction?: AchievedFraction,
-): PerfReport {
+export function perfReport(m: PerfMeasurement, e: PerfExpectations, calibration: CalibrationFractions | null, targetFraction?: AchievedFraction): PerfReport {
   const isCpu = m.device.kind === 'cpu'
   const basis = calibration ? 'calibrated' : 'peak'
   const targetAchieved: PerfAxis[] = []

@@ -177,7 +177,12 @@ function axisValue(objective: Objective, expected: Expected): number {
 
 /** The axes objectiveError weighs for this objective, with their signed errors. */
 function weighedAxes(objective: Objective, target: Target, expected: Expected): Plan['weighed'] {
-  const axis = (name: Plan['weighed'][number]['axis'], have: number, want: number) => ({axis: name, expected: have, target: want, errorPct: round(errorPct(have, want))})
+  const axis = (name: Plan['weighed'][number]['axis'], have: number, want: number) => ({
+    axis: name,
+    expected: have,
+    target: want,
+    errorPct: round(errorPct(have, want)),
+  })
   const fp32 = axis('fp32', expected.fp32Tflops, target.fp32Tflops)
   const bandwidth = axis('bandwidth', expected.bandwidthGBs, target.bandwidthGBs)
   const tensorWanted = tensorTargetTflops(target)

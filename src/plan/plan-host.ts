@@ -33,7 +33,13 @@ export function planHostFromProbe(gpu: HostGpu, model: HostModel, options: {mpsA
     clockRangeMHz: {min: model.clockMinMHz, max: gpu.clocks.maxGraphicsMHz ?? model.clockMaxMHz},
     powerRangeW: {min: gpu.power.minW ?? model.powerMinW, max: gpu.power.maxW ?? model.powerMaxW},
   }
-  const unavailable = (reason: string, blocker: MigBlocker | null): PlanHost => ({...base, profiles: null, migUnavailableReason: reason, migBlocker: blocker, migEnabled: false})
+  const unavailable = (reason: string, blocker: MigBlocker | null): PlanHost => ({
+    ...base,
+    profiles: null,
+    migUnavailableReason: reason,
+    migBlocker: blocker,
+    migEnabled: false,
+  })
 
   if (gpu.migMode === null || model.mig === null) return unavailable(`${gpu.name} has no MIG`, null)
   if (gpu.migMode.current === 'enabled') {

@@ -10,17 +10,11 @@ function pct(value: number): string {
 
 function fp32Reason(objective: Plan['objective'], fp32Pct: number): string {
   if (objective !== 'fp32') return `; matching ${objective} costs it (--match fp32 puts FP32 first)`
-  return fp32Pct < 0 ? '; no free slice that holds the VRAM reaches it at this GPU\'s clocks' : '; even the lowest clock is too fast'
+  return fp32Pct < 0 ? "; no free slice that holds the VRAM reaches it at this GPU's clocks" : '; even the lowest clock is too fast'
 }
 
 /** One honest sentence, with the numbers, for every axis the plan cannot match. */
-export function explainPlan(
-  target: Target,
-  host: PlanHost,
-  plan: Omit<Plan, 'warnings'>,
-  tooBigForAnySlice: boolean,
-  constraints: PlanConstraints,
-): string[] {
+export function explainPlan(target: Target, host: PlanHost, plan: Omit<Plan, 'warnings'>, tooBigForAnySlice: boolean, constraints: PlanConstraints): string[] {
   const warnings: string[] = []
   const {expected, errors} = plan
 
@@ -32,9 +26,7 @@ export function explainPlan(
   }
 
   if (tooBigForAnySlice) {
-    warnings.push(
-      `VRAM: the target has ${target.vramGB} GB but the largest slice holds ${expected.vramGB} GiB; the cap is ${expected.vramGB} GiB`,
-    )
+    warnings.push(`VRAM: the target has ${target.vramGB} GB but the largest slice holds ${expected.vramGB} GiB; the cap is ${expected.vramGB} GiB`)
   }
 
   if (Math.abs(errors.fp32Pct) > TOLERANCE_PCT) {
@@ -60,14 +52,16 @@ export function explainPlan(
   if (Math.abs(errors.bandwidthPct) > TOLERANCE_PCT) {
     const why = plan.mig
       ? `a ${plan.mig.profile} slice owns ${plan.mig.memorySlices}/${host.model.mig?.memorySlices} of the memory system`
-      : 'the whole GPU\'s memory system is used'
+      : "the whole GPU's memory system is used"
     warnings.push(
       `Bandwidth: ${expected.bandwidthGBs} GB/s expected vs ${target.bandwidthGBs} on the target (${pct(errors.bandwidthPct)}): ${why}; the clock lock does not change it`,
     )
   }
 
   if (!host.mpsAvailable && host.profiles !== null) {
-    warnings.push('MPS: no nvidia-cuda-mps-control on this host, so a slice is shaped by the GPU-wide clock and power limit (they bind every tenant) and the VRAM cap holds for torch/JAX/CuPy only')
+    warnings.push(
+      'MPS: no nvidia-cuda-mps-control on this host, so a slice is shaped by the GPU-wide clock and power limit (they bind every tenant) and the VRAM cap holds for torch/JAX/CuPy only',
+    )
   }
   if (constraints.clockMHz !== undefined) {
     const held = constraints.clockMHz === null ? 'unlocked' : `locked at ${constraints.clockMHz} MHz`

@@ -22,7 +22,15 @@ describe.each([1, 8])('doctor on a simulated %i-GPU H200', (gpus) => {
     expect(Object.keys(first).sort()).toEqual(
       ['clocks', 'hostModel', 'index', 'migCapable', 'migEnabled', 'migPending', 'migProfiles', 'migProfilesSource', 'name', 'power', 'uuid'].sort(),
     )
-    expect(first).toMatchObject({index: 0, name: 'NVIDIA H200', hostModel: 'h200_sxm', migCapable: true, migEnabled: true, migPending: false, migProfilesSource: 'live'})
+    expect(first).toMatchObject({
+      index: 0,
+      name: 'NVIDIA H200',
+      hostModel: 'h200_sxm',
+      migCapable: true,
+      migEnabled: true,
+      migPending: false,
+      migProfilesSource: 'live',
+    })
     expect(first.uuid).toMatch(/^GPU-/)
     expect(first.power).toEqual({min: 200, max: 700, default: 700, current: 700})
     expect(first.clocks).toEqual({min: expect.any(Number), max: 1980})
@@ -34,7 +42,15 @@ describe.each([1, 8])('doctor on a simulated %i-GPU H200', (gpus) => {
       expect(off.migProfiles.every((p) => p.free === p.total)).toBe(true)
     }
 
-    expect(json.checks.map((c) => c.name)).toEqual(['nvidia-smi', ...json.gpus.map((g) => `gpu ${g.index}`), 'docker', 'nvidia container runtime', 'privileges', 'mps', 'state directory'])
+    expect(json.checks.map((c) => c.name)).toEqual([
+      'nvidia-smi',
+      ...json.gpus.map((g) => `gpu ${g.index}`),
+      'docker',
+      'nvidia container runtime',
+      'privileges',
+      'mps',
+      'state directory',
+    ])
     for (const check of json.checks) {
       expect(Object.keys(check).sort()).toEqual(['detail', 'fix', 'name', 'status'])
       expect(['ok', 'missing', 'warn']).toContain(check.status)

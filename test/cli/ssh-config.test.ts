@@ -21,7 +21,17 @@ function sessionWithSsh(env: Env, name: string, port: number): void {
   )
   const book = JSON.parse(readFileSync(file, 'utf8'))
   const session = book.sessions[name]
-  session.container = {id: 'f'.repeat(64), name: `gpu-cosplay-${name}`, image: 'gpu-cosplay:test', sshPort: port, sshHost: '127.0.0.1', user: 'dev', uid: 1000, gid: 1000, workspace: null}
+  session.container = {
+    id: 'f'.repeat(64),
+    name: `gpu-cosplay-${name}`,
+    image: 'gpu-cosplay:test',
+    sshPort: port,
+    sshHost: '127.0.0.1',
+    user: 'dev',
+    uid: 1000,
+    gid: 1000,
+    workspace: null,
+  }
   session.journal.push({
     kind: 'start-container',
     state: 'done',

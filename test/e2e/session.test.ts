@@ -121,7 +121,11 @@ describe('the costume with real torch', () => {
     const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--image', TORCH_IMAGE])
     expect(up.exitCode).toBe(0)
     const probe = world.cli([
-      'exec', world.id, '--', 'python3', '-c',
+      'exec',
+      world.id,
+      '--',
+      'python3',
+      '-c',
       "import sys, torch; print(torch.__version__); print('gpu_cosplay_hook' in sys.modules); print(torch.cuda.is_available())",
     ])
     expect(probe.exitCode).toBe(0)

@@ -138,7 +138,9 @@ export class World {
   /** sessions and leases left in the state directory's books */
   leftovers(): {sessions: string[]; leases: string[]} {
     const dir = join(this.stateDir, 'gpus')
-    const books = readdirSafe(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')))
+    const books = readdirSafe(dir)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')))
     return {sessions: books.flatMap((b) => Object.keys(b.sessions)), leases: books.flatMap((b) => Object.keys(b.leases))}
   }
 

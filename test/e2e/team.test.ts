@@ -63,7 +63,7 @@ describe('two users on one GPU, one shared state directory', () => {
     expect(upA.json.mig.uuid).not.toBe(upB.json.mig.uuid)
   })
 
-  it('keeps users/ shared and each user\'s folder private', () => {
+  it("keeps users/ shared and each user's folder private", () => {
     const users = join(world.stateDir, 'users')
     expect(statSync(users).mode & 0o7777).toBe(0o1777)
     for (const uid of [UID, UID2]) {
@@ -77,8 +77,11 @@ describe('two users on one GPU, one shared state directory', () => {
     expect(mate.cli(['ssh', names.b, '--', 'id', '-u']).stdout.trim()).toBe(String(UID2))
   })
 
-  it('neither can end the other\'s session', () => {
-    for (const [who, other] of [[mate, names.a], [world, names.b]] as const) {
+  it("neither can end the other's session", () => {
+    for (const [who, other] of [
+      [mate, names.a],
+      [world, names.b],
+    ] as const) {
       const down = who.json(['down', other])
       expect({exit: down.exitCode, code: down.json.error?.code}).toEqual({exit: 4, code: 'NOT_OWNER'})
     }
@@ -99,7 +102,10 @@ describe('two users on one GPU, one shared state directory', () => {
   })
 
   it('runs an MPS control daemon in each container, as its user, with the planned limits', () => {
-    for (const [who, name, up, uid] of [[world, names.a, upA, UID], [mate, names.b, upB, UID2]] as const) {
+    for (const [who, name, up, uid] of [
+      [world, names.a, upA, UID],
+      [mate, names.b, upB, UID2],
+    ] as const) {
       expect(up.json.mps).toEqual(expect.objectContaining({activeThreadPercentage: expect.any(Number), pinnedMemLimitMiB: expect.any(Number)}))
       const id = up.json.container.id
       expect(docker(['exec', id, 'cat', '/run/gpu-cosplay/mps/status']).trim()).toBe('running')

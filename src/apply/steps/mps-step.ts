@@ -46,7 +46,12 @@ export function startMpsStep(mps: MpsFactory): StepImpl {
       const control = mps()
       await control.startDaemon(dirs, device, p.runAs)
       try {
-        await control.send(dirs, device, [`set_default_active_thread_percentage ${p.activeThreadPercentage}`, `set_default_device_pinned_mem_limit 0 ${p.pinnedMemLimitMiB}M`], p.runAs)
+        await control.send(
+          dirs,
+          device,
+          [`set_default_active_thread_percentage ${p.activeThreadPercentage}`, `set_default_device_pinned_mem_limit 0 ${p.pinnedMemLimitMiB}M`],
+          p.runAs,
+        )
       } catch (error) {
         // A half-configured daemon would serve clients without limits: stop it before failing.
         await control.quit(dirs, p.runAs).catch(() => undefined)
@@ -71,7 +76,14 @@ function dirsOf(p: StartMpsParams): MpsDirectories {
  * The planned step for a session: its pipe directory sits in the owner's private folder, named by a short
  * hash of the session (a unix socket path must stay under 108 bytes).
  */
-export function mpsStepFor(impl: StepImpl, shaping: MpsShaping, stateDir: string, session: string, owner: {uid: number; gid: number}, runAsOwner: boolean): PlannedStep {
+export function mpsStepFor(
+  impl: StepImpl,
+  shaping: MpsShaping,
+  stateDir: string,
+  session: string,
+  owner: {uid: number; gid: number},
+  runAsOwner: boolean,
+): PlannedStep {
   const base = path.join(ensureUserDir(stateDir, owner), 'mps')
   ensurePrivateDir(base, owner)
   const dir = path.join(base, createHash('sha256').update(session).digest('hex').slice(0, 10))

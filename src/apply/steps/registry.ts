@@ -20,6 +20,9 @@ export function stepRegistry(steps: readonly StepImpl[]): StepRegistry {
 
 export function stepFor(registry: StepRegistry, kind: StepKind): StepImpl {
   const step = registry.get(kind)
-  if (!step) throw new StateError('UNKNOWN_STEP', `the journal names a step this version cannot undo: ${kind}`, {fix: ['run this with the gpu-cosplay version that wrote it']})
+  if (!step)
+    throw new StateError('UNKNOWN_STEP', `the journal names a step this version cannot undo: ${kind}`, {
+      fix: ['run this with the gpu-cosplay version that wrote it'],
+    })
   return step
 }

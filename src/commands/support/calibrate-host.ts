@@ -33,9 +33,13 @@ export async function calibrateHost(index: number, now: Date): Promise<Calibrate
   const stateDir = resolveStateDir(process.env, homedir()).dir
   const holders = listSessions(stateDir).filter((l) => l.gpuUuid === gpu.uuid)
   if (holders.length > 0) {
-    throw new HostError('CALIBRATE_GPU_BUSY', `GPU ${index} holds sessions (${holders.map((l) => l.session.name).join(', ')}): their clock and power settings would skew the figures`, {
-      fix: ['calibrate when no session is on this GPU', 'inside a session, measure with: gpu-cosplay verify --perf'],
-    })
+    throw new HostError(
+      'CALIBRATE_GPU_BUSY',
+      `GPU ${index} holds sessions (${holders.map((l) => l.session.name).join(', ')}): their clock and power settings would skew the figures`,
+      {
+        fix: ['calibrate when no session is on this GPU', 'inside a session, measure with: gpu-cosplay verify --perf'],
+      },
+    )
   }
   const m = await measureHostPerf(new LocalExecutor(), {
     python: process.env[HOST_ENV.python] || 'python3',
@@ -45,7 +49,9 @@ export async function calibrateHost(index: number, now: Date): Promise<Calibrate
   })
   const driver = probe.driverVersion ?? m.device.driver
   if (!driver) {
-    throw new HostError('DRIVER_UNKNOWN', `neither nvidia-smi nor the measurement names the driver of GPU ${index}`, {fix: ['check: nvidia-smi --query-gpu=driver_version --format=csv']})
+    throw new HostError('DRIVER_UNKNOWN', `neither nvidia-smi nor the measurement names the driver of GPU ${index}`, {
+      fix: ['check: nvidia-smi --query-gpu=driver_version --format=csv'],
+    })
   }
   const measured = {fp32Tflops: m.axes.fp32.measured, bf16Tflops: m.axes.bf16.measured, bandwidthGBs: m.axes.bandwidth.measured}
   const positive = (v: number | null) => (v !== null && v > 0 ? v : null)

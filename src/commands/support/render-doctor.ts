@@ -14,15 +14,18 @@ export function renderDoctor(result: DoctorResult): string {
   for (const gpu of result.gpus) lines.push('', ...renderGpu(gpu))
   const missing = result.checks.filter((c) => c.status === 'missing').length
   const warned = result.checks.filter((c) => c.status === 'warn').length
-  lines.push('', missing === 0 ? `Ready${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.` : `${missing} requirement${missing === 1 ? '' : 's'} missing.`)
+  lines.push(
+    '',
+    missing === 0
+      ? `Ready${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.`
+      : `${missing} requirement${missing === 1 ? '' : 's'} missing.`,
+  )
   return lines.join('\n')
 }
 
 function renderGpu(gpu: DoctorGpu): string[] {
   const value = (v: number | null, unit: string) => (v === null ? '?' : `${v} ${unit}`)
-  const mig = !gpu.migCapable
-    ? 'not supported'
-    : `${gpu.migEnabled ? 'enabled' : 'disabled'}${gpu.migPending ? ' (a change is pending a GPU reset)' : ''}`
+  const mig = !gpu.migCapable ? 'not supported' : `${gpu.migEnabled ? 'enabled' : 'disabled'}${gpu.migPending ? ' (a change is pending a GPU reset)' : ''}`
   const lines = [
     `GPU ${gpu.index}: ${gpu.name} (${gpu.uuid || 'no UUID'})`,
     `  host model  ${gpu.hostModel ?? 'not in the catalog'}`,
@@ -34,7 +37,11 @@ function renderGpu(gpu: DoctorGpu): string[] {
     const source = gpu.migProfilesSource === 'live' ? 'now (mig -lgip)' : 'from the catalog, as if MIG were on and idle'
     lines.push(`  MIG profiles ${source}:`)
     const rows = gpu.migProfiles.map((p) => [p.name, String(p.id), String(p.smCount), fixed(p.memoryGiB, 2), `${p.free}/${p.total}`])
-    lines.push(...formatTable(['PROFILE', 'ID', 'SMs', 'GiB', 'FREE'], rows).split('\n').map((l) => `    ${l}`))
+    lines.push(
+      ...formatTable(['PROFILE', 'ID', 'SMs', 'GiB', 'FREE'], rows)
+        .split('\n')
+        .map((l) => `    ${l}`),
+    )
   }
   return lines
 }

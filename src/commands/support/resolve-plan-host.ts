@@ -25,7 +25,12 @@ export type PlanRequest = GpuWideRequest & {
  * `up` with the same arguments would do: the probed GPU (default 0), the GPU-wide values other sessions
  * hold (read from the state directory without a lock, creating nothing), and the same refusals.
  */
-export async function planFor(catalog: Catalog, target: Target, request: PlanRequest, smi: () => Smi): Promise<{plan: Plan; host: PlanHost; probe: HostProbe | null}> {
+export async function planFor(
+  catalog: Catalog,
+  target: Target,
+  request: PlanRequest,
+  smi: () => Smi,
+): Promise<{plan: Plan; host: PlanHost; probe: HostProbe | null}> {
   if (request.on !== undefined) {
     // A model stands for a host with a current driver, which ships the MPS control binary.
     const host = planHostFromModel(resolveHostModel(catalog, request.on), {mpsAvailable: request.mpsAvailable ?? true})

@@ -8,7 +8,12 @@ import {gpuState} from '../support/run-cli-async.js'
 afterAll(cleanupTemps)
 
 function oneLineError(stderr: string): void {
-  expect(stderr.trim().split('\n').filter((l) => !/^Applying|^Ending|^Resetting/.test(l))).toHaveLength(1)
+  expect(
+    stderr
+      .trim()
+      .split('\n')
+      .filter((l) => !/^Applying|^Ending|^Resetting/.test(l)),
+  ).toHaveLength(1)
   expect(stderr).not.toMatch(/\n\s+at /)
 }
 
@@ -47,7 +52,9 @@ describe('bad input and bad states leave the GPU untouched', () => {
   it('the driver refuses MIG mode (in use by another client): rolled back, clear error', () => {
     const sim = Sim.create('h200', 1).set('gpus.0.persistence', false)
     const before = gpuState(sim)
-    sim.set('faults', [{at: 1, action: 'fail', match: '-mig 1', exit: 255, message: 'Unable to enable MIG Mode for GPU 00000000:03:00.0: In use by another client'}])
+    sim.set('faults', [
+      {at: 1, action: 'fail', match: '-mig 1', exit: 255, message: 'Unable to enable MIG Mode for GPU 00000000:03:00.0: In use by another client'},
+    ])
     const result = runJson(['up', 't4', '--no-container'], sim.env())
     expect(result.exitCode).toBe(3)
     expect(result.json.error.code).toBe('GPU_IN_USE')
@@ -95,26 +102,30 @@ describe('bad input and bad states leave the GPU untouched', () => {
   }, 30_000)
 
   const canSwitchUser = process.getuid?.() === 0 && existsSync('/usr/bin/sudo') && existsSync('/usr/sbin/runuser')
-  ;(canSwitchUser ? it : it.skip)('a user whose sudo needs a password is stopped before anything changes', () => {
-    const sim = Sim.create('h200', 1)
-    const before = gpuState(sim)
-    const state = tempDir()
-    chmodSync(state, 0o777)
-    chmodSync(sim.dir, 0o777)
-    const env = sim.env({GPU_COSPLAY_STATE_DIR: state})
-    const argv = ['-u', 'nobody', '--', process.execPath, join(process.cwd(), 'bin/run.js'), 'up', 't4', '--no-container', '--json']
-    let stdout = ''
-    let status = 0
-    try {
-      stdout = execFileSync('runuser', argv, {env: env as NodeJS.ProcessEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})
-    } catch (error) {
-      stdout = (error as {stdout: string}).stdout
-      status = (error as {status: number}).status
-    }
-    expect(status).toBe(4)
-    expect(JSON.parse(stdout).error.code).toBe('NO_GPU_PRIVILEGES')
-    expect(gpuState(sim)).toEqual(before)
-  }, 30_000)
+  ;(canSwitchUser ? it : it.skip)(
+    'a user whose sudo needs a password is stopped before anything changes',
+    () => {
+      const sim = Sim.create('h200', 1)
+      const before = gpuState(sim)
+      const state = tempDir()
+      chmodSync(state, 0o777)
+      chmodSync(sim.dir, 0o777)
+      const env = sim.env({GPU_COSPLAY_STATE_DIR: state})
+      const argv = ['-u', 'nobody', '--', process.execPath, join(process.cwd(), 'bin/run.js'), 'up', 't4', '--no-container', '--json']
+      let stdout = ''
+      let status = 0
+      try {
+        stdout = execFileSync('runuser', argv, {env: env as NodeJS.ProcessEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})
+      } catch (error) {
+        stdout = (error as {stdout: string}).stdout
+        status = (error as {status: number}).status
+      }
+      expect(status).toBe(4)
+      expect(JSON.parse(stdout).error.code).toBe('NO_GPU_PRIVILEGES')
+      expect(gpuState(sim)).toEqual(before)
+    },
+    30_000,
+  )
 
   it('reset without --yes refuses; with --yes ends every session from the journal and restores', () => {
     const sim = Sim.create('h200', 1).set('gpus.0.power_limit', 650)

@@ -13,9 +13,7 @@ describe('seven concurrent sessions on one H200', () => {
     const pristine = gpuState(sim)
     const env = sim.env()
 
-    const ups = await Promise.all(
-      Array.from({length: 7}, (_, i) => runCliAsync(['up', '2060', '--no-container', '--name', `s${i}`, '--json'], env)),
-    )
+    const ups = await Promise.all(Array.from({length: 7}, (_, i) => runCliAsync(['up', '2060', '--no-container', '--name', `s${i}`, '--json'], env)))
     for (const up of ups) expect({exit: up.exitCode, err: up.stderr}).toEqual({exit: 0, err: ''})
     const sessions = ups.map((u) => JSON.parse(u.stdout))
     const gis = sessions.map((s) => s.mig.gpuInstanceId)

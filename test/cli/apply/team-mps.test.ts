@@ -25,7 +25,12 @@ function mpsEnv(sim: Sim, extra: Env = {}): Env {
 
 function mpsLog(sim: Sim): MpsRecord[] {
   const file = join(sim.dir, 'mps.log')
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as MpsRecord) : []
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as MpsRecord)
+    : []
 }
 
 function daemonPid(pipeDirectory: string): number | null {
@@ -121,18 +126,22 @@ describe('the MPS step under crashes and failures', () => {
     expect(runJson(['ps'], after).json).toEqual([])
   }, 60_000)
 
-  it.each(['-d', 'set_default_active_thread_percentage'])('a daemon that fails at %s: up fails, no daemon and no instance are left', (fault) => {
-    const sim = Sim.create('h200', 1)
-    const before = gpuState(sim)
-    const env = mpsEnv(sim, {GPU_COSPLAY_SIM_MPS_FAIL: fault})
-    const up = runJson(['up', 't4', '--no-container', '--name', 'broken'], env)
-    expect(up.exitCode).toBe(3)
-    expect(up.json.error.code).toBe('MPS_FAILED')
-    const started = mpsLog(sim).find((r) => r.argv.includes('-d'))
-    if (started) expect(daemonPid(started.pipeDirectory)).toBeNull()
-    expect(gpuState(sim)).toEqual(before)
-    expect(runJson(['ps'], env).json).toEqual([])
-  }, 30_000)
+  it.each(['-d', 'set_default_active_thread_percentage'])(
+    'a daemon that fails at %s: up fails, no daemon and no instance are left',
+    (fault) => {
+      const sim = Sim.create('h200', 1)
+      const before = gpuState(sim)
+      const env = mpsEnv(sim, {GPU_COSPLAY_SIM_MPS_FAIL: fault})
+      const up = runJson(['up', 't4', '--no-container', '--name', 'broken'], env)
+      expect(up.exitCode).toBe(3)
+      expect(up.json.error.code).toBe('MPS_FAILED')
+      const started = mpsLog(sim).find((r) => r.argv.includes('-d'))
+      if (started) expect(daemonPid(started.pipeDirectory)).toBeNull()
+      expect(gpuState(sim)).toEqual(before)
+      expect(runJson(['ps'], env).json).toEqual([])
+    },
+    30_000,
+  )
 
   it('without MPS on the host, plan says so and falls back to GPU-wide shaping', () => {
     const sim = Sim.create('h200', 1)

@@ -25,9 +25,28 @@ describe('built-in targets', () => {
   })
 
   const required = [
-    't4', 'v100_16g', 'v100_32g', 'a10', 'a30', 'a40', 'a100_40g', 'a100_80g', 'l4', 'l40', 'l40s',
-    'h100_pcie_80g', 'h100_sxm_80g', 'h100_nvl', 'h200_sxm_141g', 'b200', 'rtx_a4000', 'rtx_a5000', 'rtx_a6000',
-    'rtx_4000_ada', 'rtx_5000_ada', 'rtx_6000_ada',
+    't4',
+    'v100_16g',
+    'v100_32g',
+    'a10',
+    'a30',
+    'a40',
+    'a100_40g',
+    'a100_80g',
+    'l4',
+    'l40',
+    'l40s',
+    'h100_pcie_80g',
+    'h100_sxm_80g',
+    'h100_nvl',
+    'h200_sxm_141g',
+    'b200',
+    'rtx_a4000',
+    'rtx_a5000',
+    'rtx_a6000',
+    'rtx_4000_ada',
+    'rtx_5000_ada',
+    'rtx_6000_ada',
   ]
   const consumer = reference.cards.map((c) => c.key).filter((key) => /^(gtx_16|rtx_[2-5]0[5-9]0)/.test(key))
   it.each([...required, ...consumer])('has %s', (key) => {
@@ -89,9 +108,7 @@ describe('built-in host models', () => {
   const hostKeys = catalog.hosts.map((h) => h.key)
 
   it('has the MIG hosts and the L40S', () => {
-    expect(hostKeys).toEqual(
-      expect.arrayContaining(['h200_sxm', 'h100_sxm', 'h100_pcie', 'h100_nvl', 'a100_40g', 'a100_80g', 'a30', 'gh200_96g', 'l40s']),
-    )
+    expect(hostKeys).toEqual(expect.arrayContaining(['h200_sxm', 'h100_sxm', 'h100_pcie', 'h100_nvl', 'a100_40g', 'a100_80g', 'a30', 'gh200_96g', 'l40s']))
     expect(catalog.hosts.find((h) => h.key === 'l40s')!.mig).toBeNull()
   })
 

@@ -141,7 +141,10 @@ describe('host model consistency', () => {
   })
 
   it('rejects a profile with more memory slices than the GPU', () => {
-    const broken = hostsYaml.replace('{name: 7g.141gb, id: 0, smCount: 132, memoryGiB: 140.00, memorySlices: 8', '{name: 7g.141gb, id: 0, smCount: 132, memoryGiB: 140.00, memorySlices: 9')
+    const broken = hostsYaml.replace(
+      '{name: 7g.141gb, id: 0, smCount: 132, memoryGiB: 140.00, memorySlices: 8',
+      '{name: 7g.141gb, id: 0, smCount: 132, memoryGiB: 140.00, memorySlices: 9',
+    )
     const error = thrown(() => parseCatalogText(broken, 'hosts.yaml'))
     expect(error.code).toBe('CATALOG_INVALID')
     expect(error.message).toContain('h200_sxm')

@@ -19,13 +19,20 @@ function result(kind: 'cuda' | 'cpu'): VerifyPerfResult {
       fp32: {measured: kind === 'cpu' ? 0.007 : 10.3, unit: 'TFLOPS'},
       bf16: {measured: kind === 'cpu' ? 0.3 : 150, unit: 'TFLOPS'},
       bandwidth: {measured: kind === 'cpu' ? 40.5 : 1070, unit: 'GB/s'},
-      vram: kind === 'cpu'
-        ? {measured: null, unit: 'GiB', skipped: 'CPU run'}
-        : {measured: 23.875, unit: 'GiB', capGiB: 24, underCapOk: true, overCapRefused: false, hard: false},
+      vram:
+        kind === 'cpu'
+          ? {measured: null, unit: 'GiB', skipped: 'CPU run'}
+          : {measured: 23.875, unit: 'GiB', capGiB: 24, underCapOk: true, overCapRefused: false, hard: false},
     },
-    samples: kind === 'cpu'
-      ? {source: null, count: 0, rows: [], reason: 'no nvidia-smi on PATH'}
-      : {source: 'nvidia-smi', count: 1, rows: [{smClockMHz: 1980}], summary: {smClockMHz: {min: 1980, median: 1980, max: 1980}, powerW: null, throttleReasons: []}},
+    samples:
+      kind === 'cpu'
+        ? {source: null, count: 0, rows: [], reason: 'no nvidia-smi on PATH'}
+        : {
+            source: 'nvidia-smi',
+            count: 1,
+            rows: [{smClockMHz: 1980}],
+            summary: {smClockMHz: {min: 1980, median: 1980, max: 1980}, powerW: null, throttleReasons: []},
+          },
     elapsedS: 3,
   } as PerfMeasurement
   const report = perfReport(m, EXPECTATIONS, kind === 'cpu' ? null : {fp32: 0.78, bf16: 0.8, bandwidth: 0.9})

@@ -14,7 +14,12 @@ describe('container flag parsing', () => {
   ])('--shm-size %s', (text, bytes) => expect(parseByteSize(text)).toBe(bytes))
 
   it('refuses what is not a size, an env pair or a volume, with exit 2', () => {
-    for (const bad of [() => parseByteSize('lots'), () => parseEnvFlags(['=x']), () => parseVolumeFlags(['/a'], '/'), () => parseVolumeFlags(['/a:rel'], '/')]) {
+    for (const bad of [
+      () => parseByteSize('lots'),
+      () => parseEnvFlags(['=x']),
+      () => parseVolumeFlags(['/a'], '/'),
+      () => parseVolumeFlags(['/a:rel'], '/'),
+    ]) {
       expect(bad).toThrow(expect.objectContaining({exit: 2}))
     }
   })
@@ -49,7 +54,7 @@ describe('fit report', () => {
 })
 
 describe('the container step as journaled', () => {
-  it('records the spec with the user\'s --env values redacted, and starts the container with the real ones', async () => {
+  it("records the spec with the user's --env values redacted, and starts the container with the real ones", async () => {
     const {containerSteps, REDACTED} = await import('../../../src/container/session-container.js')
     const {planCosplay} = await import('../../../src/plan/plan-cosplay.js')
     const {planHostFromModel} = await import('../../../src/plan/plan-host.js')
@@ -72,7 +77,13 @@ describe('the container step as journaled', () => {
       packageRoot: '/pkg',
     } as never
     let applied: any = null
-    const impl = {kind: 'start-container', describe: () => '', readPrior: async () => ({}), undo: async () => undefined, apply: async (_c: unknown, params: any) => ((applied = params), {})}
+    const impl = {
+      kind: 'start-container',
+      describe: () => '',
+      readPrior: async () => ({}),
+      undo: async () => undefined,
+      apply: async (_c: unknown, params: any) => ((applied = params), {}),
+    }
     const [step] = containerSteps(options, impl as never)(session, live)
     const recorded = JSON.parse(JSON.stringify(step.params)).spec
     expect(recorded.env.API_TOKEN).toBe(REDACTED)

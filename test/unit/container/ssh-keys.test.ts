@@ -87,14 +87,17 @@ describe('ssh key folders in a shared state directory', () => {
     })
 
     const asNobody = (stateDir: string) => {
-      const r = spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, bundle, JSON.stringify({userDir: stateDir, homeDir: join(base, 'nohome')})], {encoding: 'utf8', cwd: base})
+      const r = spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, bundle, JSON.stringify({userDir: stateDir, homeDir: join(base, 'nohome')})], {
+        encoding: 'utf8',
+        cwd: base,
+      })
       if (r.status !== 0) throw new Error(r.stderr)
       return JSON.parse(r.stdout.trim()) as {path?: string; code?: string; exit?: number}
     }
 
     const rootIt = isRoot ? it : it.skip
 
-    rootIt('keeps their own key beside the first user\'s', async () => {
+    rootIt("keeps their own key beside the first user's", async () => {
       await loadOrCreateSshIdentity({userDir: mine(), homeDir: home})
       const theirs = join(state, 'users', String(nobody))
       const result = asNobody(theirs)

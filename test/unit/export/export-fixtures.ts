@@ -74,11 +74,16 @@ export function parseSlurmBundle(text: string): {parts: SlurmParts; conf: Map<st
   const conf = new Map<string, string[][]>()
   for (const name of ['gres.conf', 'slurm.conf']) {
     const lines = (parts.get(name) ?? []).filter((l) => l.trim() !== '' && !l.startsWith('#'))
-    conf.set(name, lines.map((line) => line.split(/\s+/).map((token) => {
-      const m = /^([A-Za-z]+)=(.+)$/.exec(token)
-      if (!m || !known[m[1]]?.test(m[2])) throw new Error(`${name}: bad token ${token} in: ${line}`)
-      return `${m[1]}=${m[2]}`
-    })))
+    conf.set(
+      name,
+      lines.map((line) =>
+        line.split(/\s+/).map((token) => {
+          const m = /^([A-Za-z]+)=(.+)$/.exec(token)
+          if (!m || !known[m[1]]?.test(m[2])) throw new Error(`${name}: bad token ${token} in: ${line}`)
+          return `${m[1]}=${m[2]}`
+        }),
+      ),
+    )
   }
   for (const [name, lines] of parts) {
     if (name.endsWith('.sh') && lines[0] !== '#!/bin/sh') throw new Error(`${name} has no shebang`)

@@ -41,10 +41,12 @@ describe('packMigLayout', () => {
   })
 
   it('names the first instance that does not fit (code and exit only)', () => {
-    const error = thrown(() => packMigLayout(hostModel('h200'), [
-      {targetKey: 'a', asked: 'a', profile: '3g.71gb', count: 2},
-      {targetKey: 'b', asked: 'b', profile: '1g.18gb', count: 1},
-    ]))
+    const error = thrown(() =>
+      packMigLayout(hostModel('h200'), [
+        {targetKey: 'a', asked: 'a', profile: '3g.71gb', count: 2},
+        {targetKey: 'b', asked: 'b', profile: '1g.18gb', count: 1},
+      ]),
+    )
     expect({code: error.code, exit: error.exit}).toEqual({code: 'MIX_DOES_NOT_FIT', exit: 2})
     expect(error.message).toContain('b #1')
   })

@@ -46,7 +46,10 @@ describe('plan 3090 --on h200, exported', () => {
   })
 
   it('mig-parted: warns in a comment that applying destroys every instance on the GPU', () => {
-    const comments = exported('3090', 'h200', {format: 'mig-parted'}).split('\n').filter((l) => l.startsWith('#')).join(' ')
+    const comments = exported('3090', 'h200', {format: 'mig-parted'})
+      .split('\n')
+      .filter((l) => l.startsWith('#'))
+      .join(' ')
     expect(comments).toMatch(/destroys every MIG instance/)
     expect(comments).toMatch(/gpu-cosplay up/)
   })
@@ -190,9 +193,16 @@ describe('--mix', () => {
     expect(spec['mig-configs']['gpu-cosplay-rtx-3090x2-t4x3'][0]['mig-devices']).toEqual({[profileOf('t4')]: 3, [profileOf('3090')]: 2})
   })
 
-  it('counts the command\'s own target once when the mix does not name it', () => {
-    const input = exportInput(builtinCatalog(), planHostFromModel(hostModel('h200')), target('3090'), h200Plan(), {format: 'mig-parted', mix: 't4x2', image: IMAGE})
-    expect(input.layout!.entries.map((e) => [e.targetKey, e.count])).toEqual([['rtx_3090', 1], ['t4', 2]])
+  it("counts the command's own target once when the mix does not name it", () => {
+    const input = exportInput(builtinCatalog(), planHostFromModel(hostModel('h200')), target('3090'), h200Plan(), {
+      format: 'mig-parted',
+      mix: 't4x2',
+      image: IMAGE,
+    })
+    expect(input.layout!.entries.map((e) => [e.targetKey, e.count])).toEqual([
+      ['rtx_3090', 1],
+      ['t4', 2],
+    ])
   })
 
   it.each([

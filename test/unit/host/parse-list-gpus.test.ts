@@ -16,25 +16,43 @@ const rows: Row[] = [
   {
     file: 'a100-sxm4-40gb__L-mig-r450-style.txt',
     gpus: [[0, 'A100-SXM4-40GB']],
-    devices: [[0, 0, '3g.20gb'], [0, 1, '3g.20gb']],
+    devices: [
+      [0, 0, '3g.20gb'],
+      [0, 1, '3g.20gb'],
+    ],
     firstMigUuid: 'MIG-c7384736-a75d-5afc-978f-d2f1294409fd',
   },
   {
     file: 'a30__L-mig-3-devices.txt',
     gpus: [[0, 'NVIDIA A30']],
-    devices: [[0, 0, '2g.12gb'], [0, 1, '1g.6gb'], [0, 2, '1g.6gb']],
+    devices: [
+      [0, 0, '2g.12gb'],
+      [0, 1, '1g.6gb'],
+      [0, 2, '1g.6gb'],
+    ],
     firstMigUuid: 'MIG-1b8509c0-e60d-502d-8263-d434867998aa',
   },
   {
     file: 'h100-pcie-80gb__L-mig.txt',
     gpus: [[0, 'NVIDIA H100 PCIe']],
-    devices: [[0, 0, '3g.40gb'], [0, 1, '1g.10gb'], [0, 2, '1g.10gb'], [0, 3, '1g.10gb']],
+    devices: [
+      [0, 0, '3g.40gb'],
+      [0, 1, '1g.10gb'],
+      [0, 2, '1g.10gb'],
+      [0, 3, '1g.10gb'],
+    ],
     firstMigUuid: 'MIG-da06d78f-7534-56a0-a062-62fef012be91',
   },
   {
     file: 'h100-sxm-80gb__L-mig-r570-ci-sharing.txt',
     gpus: [[0, 'NVIDIA H100 80GB HBM3']],
-    devices: [[0, 0, '1c.3g.40gb'], [0, 1, '1c.3g.40gb'], [0, 2, '1c.3g.40gb'], [0, 3, '1g.10gb'], [0, 4, '1g.10gb']],
+    devices: [
+      [0, 0, '1c.3g.40gb'],
+      [0, 1, '1c.3g.40gb'],
+      [0, 2, '1c.3g.40gb'],
+      [0, 3, '1g.10gb'],
+      [0, 4, '1g.10gb'],
+    ],
     firstMigUuid: 'MIG-c788539f-c1ea-5a36-8b4d-9b07d024b1bb',
   },
 ]
@@ -53,11 +71,7 @@ describe('parseListGpus', () => {
     expect(listed.gpus.map((gpu) => gpu.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
     expect(listed.migDevices).toHaveLength(26)
     expect(listed.migDevices.filter((device) => device.gpuIndex === 0)).toHaveLength(7)
-    expect(listed.migDevices.filter((device) => device.gpuIndex === 6).map((device) => device.profileName)).toEqual([
-      '1c.7g.40gb',
-      '2c.7g.40gb',
-      '3c.7g.40gb',
-    ])
+    expect(listed.migDevices.filter((device) => device.gpuIndex === 6).map((device) => device.profileName)).toEqual(['1c.7g.40gb', '2c.7g.40gb', '3c.7g.40gb'])
     expect(listed.migDevices.at(-1)).toEqual({
       gpuIndex: 7,
       deviceIndex: 2,

@@ -6,14 +6,22 @@ import {parseMigDestroy, type MigDestroyed} from '../../../src/host/parse-mig-de
 const fixture = (name: string) => readFileSync(join('test/fixtures/nvidia-smi', name), 'utf8')
 
 const gi = (gpuInstanceId: number, profileName: string, profileId: number): MigCreated => ({
-  kind: 'gpu-instance', gpuIndex: 0, gpuInstanceId, profileName, profileId,
+  kind: 'gpu-instance',
+  gpuIndex: 0,
+  gpuInstanceId,
+  profileName,
+  profileId,
 })
 const ci = (gpuInstanceId: number, computeInstanceId: number | null, profileName: string, profileId: number): MigCreated => ({
-  kind: 'compute-instance', gpuIndex: 0, gpuInstanceId, computeInstanceId, profileName, profileId,
+  kind: 'compute-instance',
+  gpuIndex: 0,
+  gpuInstanceId,
+  computeInstanceId,
+  profileName,
+  profileId,
 })
 
-const sevenWithC = (profileName: string) =>
-  [13, 11, 12, 7, 8, 9, 10].flatMap((id) => [gi(id, profileName, 19), ci(id, 0, profileName, 0)])
+const sevenWithC = (profileName: string) => [13, 11, 12, 7, 8, 9, 10].flatMap((id) => [gi(id, profileName, 19), ci(id, 0, profileName, 0)])
 
 const created: Array<{file: string; expected: MigCreated[]}> = [
   {file: 'a100-pcie-80gb__mig-cgi-3g40gb-3g40gb-no-C.txt', expected: [gi(1, '3g.40gb', 9), gi(2, '3g.40gb', 9)]},

@@ -6,7 +6,12 @@ import type {GpuInstance} from '../../../src/host/types.js'
 const fixture = (name: string) => readFileSync(join('test/fixtures/nvidia-smi', name), 'utf8')
 
 const gi = (gpuIndex: number, profileName: string, profileId: number, id: number, placementStart: number, placementSize: number): GpuInstance => ({
-  gpuIndex, profileName, profileId, id, placementStart, placementSize,
+  gpuIndex,
+  profileName,
+  profileId,
+  id,
+  placementStart,
+  placementSize,
 })
 
 type Row = {file: string; width: number; ids: number[]; sample: GpuInstance}

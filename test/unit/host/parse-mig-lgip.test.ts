@@ -14,7 +14,13 @@ type Row = {
 }
 
 const p = (gpuIndex: number, name: string, id: number, free: number, total: number, memoryGiB: number, smCount: number): MigProfile => ({
-  gpuIndex, name, id, free, total, memoryGiB, smCount,
+  gpuIndex,
+  name,
+  id,
+  free,
+  total,
+  memoryGiB,
+  smCount,
 })
 
 const A100_40 = ['1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb']
@@ -25,7 +31,12 @@ const rows: Row[] = [
   {file: 'a30__mig-lgip-all-used-pre-r525.txt', count: 4, names: ['1g.6gb', '1g.6gb+me', '2g.12gb', '4g.24gb'], sample: p(0, '2g.12gb', 5, 0, 2, 11.69, 28)},
   {file: 'b200__mig-lgip-partial.txt', count: 4, names: ['1g.23gb', '1g.23gb+me', '1g.45gb', '2g.45gb'], sample: p(0, '2g.45gb', 14, 3, 3, 44.25, 36)},
   {file: 'cmp170hx-modded__mig-lgip-single-profile-wide.txt', count: 1, names: ['1g.64gb'], sample: p(0, '1g.64gb', 0, 1, 1, 63, 70)},
-  {file: 'gb200__mig-lgip-partial-wide-81col.txt', count: 4, names: ['1g.23gb', '1g.23gb+me', '1g.47gb', '2g.47gb'], sample: p(0, '1g.47gb', 15, 4, 4, 45.5, 32)},
+  {
+    file: 'gb200__mig-lgip-partial-wide-81col.txt',
+    count: 4,
+    names: ['1g.23gb', '1g.23gb+me', '1g.47gb', '2g.47gb'],
+    sample: p(0, '1g.47gb', 15, 4, 4, 45.5, 32),
+  },
   {file: 'gh200-144gb__mig-lgip-partial.txt', count: 4, names: ['1g.18gb', '1g.18gb+me', '1g.36gb', '2g.36gb'], sample: p(0, '1g.36gb', 15, 4, 4, 35.25, 26)},
   {
     file: 'gh200-96gb__mig-lgip-r550.txt',

@@ -12,9 +12,15 @@ const EXPECTATIONS: PerfExpectations = {
   target: {fp32Tflops: 35.58, bf16Tflops: 71.2, bandwidthGBs: 936, vramGB: 24},
 }
 
-function measurement(over: {kind?: 'cuda' | 'cpu'; fp32?: number | null; bf16?: number | null; bandwidth?: number | null; vram?: Record<string, unknown>} = {}): PerfMeasurement {
+function measurement(
+  over: {kind?: 'cuda' | 'cpu'; fp32?: number | null; bf16?: number | null; bandwidth?: number | null; vram?: Record<string, unknown>} = {},
+): PerfMeasurement {
   const kind = over.kind ?? 'cuda'
-  const axis = (v: number | null | undefined, fallback: number, unit: string) => ({measured: v === undefined ? fallback : v, unit, ...(v === null ? {error: 'RuntimeError: boom'} : {})})
+  const axis = (v: number | null | undefined, fallback: number, unit: string) => ({
+    measured: v === undefined ? fallback : v,
+    unit,
+    ...(v === null ? {error: 'RuntimeError: boom'} : {}),
+  })
   return {
     schema: 1,
     device: {name: kind === 'cuda' ? 'NVIDIA GeForce RTX 3090' : 'AMD EPYC', kind, driver: kind === 'cuda' ? '550.90.12' : null},
@@ -76,7 +82,10 @@ describe('perfReport', () => {
     expect(r.axes.bf16).toMatchObject({expectedCalibrated: 240, verdict: 'PASS'})
     expect(r.axes.bandwidth).toMatchObject({expectedCalibrated: 1080, verdict: 'PASS'})
     // a null fraction (that axis failed during calibrate) falls back to the peak
-    expect(perfReport(measurement({bf16: 240}), EXPECTATIONS, {fp32: 0.78, bf16: null, bandwidth: 0.9}).axes.bf16).toMatchObject({expectedCalibrated: null, verdict: 'WARN'})
+    expect(perfReport(measurement({bf16: 240}), EXPECTATIONS, {fp32: 0.78, bf16: null, bandwidth: 0.9}).axes.bf16).toMatchObject({
+      expectedCalibrated: null,
+      verdict: 'WARN',
+    })
   })
 
   it('fails an axis whose measurement failed, and one far off', () => {

@@ -20,7 +20,6 @@ function withFree(host: PlanHost, free: Record<string, number>): PlanHost {
   return {...host, profiles: host.profiles!.map((p) => ({...p, free: free[p.name] ?? 0}))}
 }
 
-
 describe('planCosplay --match fp32', () => {
   const cases = MIG_HOSTS.flatMap((h) => builtinCatalog().targets.map((t) => [h, t.key] as const))
 
