@@ -131,7 +131,8 @@ CMD ["/usr/sbin/sshd", "-D", "-e"]
   }
   const hostKey = onBox('cat /etc/ssh/ssh_host_ed25519_key.pub').trim().split(/\s+/).slice(0, 2).join(' ')
   writeFileSync(join(home, '.ssh', 'known_hosts'), `[127.0.0.1]:${port} ${hostKey}\n`)
-})
+  // the first build of the box image apt-gets sudo from Debian's mirror: minutes on a cold machine
+}, 900_000)
 
 afterAll(() => {
   if (boxId) docker(['rm', '-f', boxId])
