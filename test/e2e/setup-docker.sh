@@ -43,11 +43,25 @@ fi
 getent group docker >/dev/null || groupadd --system docker
 
 # 3. dockerd
+# A dockerd an earlier run started from another checkout finds no stub hook once that checkout is gone (it
+# registers the nvidia driver at start-up only): one of ours (plain `dockerd --group docker`) whose PATH has no
+# hook any more is stopped and started again from here.
+hook_reachable() {
+  local pid path dir
+  pid=$(pgrep -xo dockerd) || return 1
+  path=$(tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null | sed -n 's/^PATH=//p')
+  local IFS=:
+  for dir in $path; do [ -x "$dir/nvidia-container-runtime-hook" ] && return 0; done
+  return 1
+}
+if docker info >/dev/null 2>&1 && ! hook_reachable && [ "$(tr '\0' ' ' </proc/"$(pgrep -xo dockerd)"/cmdline 2>/dev/null)" = "dockerd --group docker " ]; then
+  say "restarting dockerd: its stub hook is gone"
+  kill "$(pgrep -xo dockerd)"
+  for _ in $(seq 1 60); do pgrep -x dockerd >/dev/null || break; sleep 0.5; done
+fi
 if docker info >/dev/null 2>&1; then
   say "dockerd already answers"
-  if ! pgrep -x dockerd >/dev/null || ! tr '\0' '\n' </proc/"$(pgrep -xo dockerd)"/environ 2>/dev/null | grep -q "^PATH=.*$HERE/bin"; then
-    say "note: this dockerd may not have $HERE/bin on its PATH; nvidia DeviceRequests need the stub hook"
-  fi
+  hook_reachable || say "note: this dockerd has no nvidia-container-runtime-hook on its PATH; nvidia DeviceRequests need the stub hook"
 else
   say "starting dockerd (log: $DOCKERD_LOG)"
   mkdir -p "$(dirname "$DOCKERD_LOG")"
