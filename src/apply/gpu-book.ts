@@ -5,7 +5,7 @@ import {z} from 'zod'
 import {StateError} from '../core/errors.js'
 import {STEP_KINDS} from '../core/names.js'
 import {planSchema} from '../plan/plan-schema.js'
-import {readTextIfExists, writeJsonAtomic} from './json-file.js'
+import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'
 
 /**
  * One file per physical GPU (gpus/<uuid>.json) holds everything the tool changed on it: the GPU-wide
@@ -104,20 +104,10 @@ export function emptyBook(gpu: {uuid: string; name: string}, bootId: string | nu
 
 /** The GPU's book, or null when the tool never touched it. A damaged file is reported, never dropped. */
 export function readBook(file: string): GpuBook | null {
-  const text = readTextIfExists(file)
-  if (text === null) return null
-  let raw: unknown
-  try {
-    raw = JSON.parse(text)
-  } catch (error) {
-    throw corrupt(file, text.trim() === '' ? 'empty' : 'not valid JSON (truncated?)', error)
-  }
-  const parsed = book.safeParse(raw)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw corrupt(file, `field "${issue.path.join('.')}": ${issue.message}`, parsed.error)
-  }
-  return parsed.data
+  const read = readJsonFile(file, book)
+  if (read === null) return null
+  if (!read.ok) throw corrupt(file, read.why, read.cause)
+  return read.data
 }
 
 export function writeBook(file: string, value: GpuBook): void {

@@ -4,6 +4,7 @@ import path from 'node:path'
 import {z} from 'zod'
 
 import {StateError} from '../core/errors.js'
+import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'
 
 /**
  * What `gpu-cosplay calibrate` learnt about this host: the fraction of the datasheet peak each axis really
@@ -49,23 +50,14 @@ export function calibrationFile(stateDir: string, model: string, driver: string)
  */
 export function readCalibration(stateDir: string, model: string, driver: string): {file: string; calibration: Calibration} | null {
   const file = calibrationFile(stateDir, model, driver)
-  const text = readIfExists(file)
-  if (text === null) {
+  const read = readJsonFile(file, calibrationSchema)
+  if (read === null) {
     const other = otherDriverFiles(stateDir, model, driver)[0]
     if (other) throw stale(other, `was taken under another driver than this host's ${driver}`)
     return null
   }
-  let raw: unknown
-  try {
-    raw = JSON.parse(text)
-  } catch (error) {
-    throw invalid(file, text.trim() === '' ? 'empty' : 'not valid JSON', error)
-  }
-  const parsed = calibrationSchema.safeParse(raw)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw invalid(file, `field "${issue.path.join('.')}": ${issue.message}`, parsed.error)
-  }
+  if (!read.ok) throw invalid(file, read.why, read.cause)
+  const parsed = read
   if (parsed.data.driver !== driver) throw stale(file, `records driver ${parsed.data.driver}, this host runs ${driver}`)
   if (parsed.data.gpu.model !== model) throw stale(file, `is for ${parsed.data.gpu.model}, not ${model}`)
   return {file, calibration: parsed.data}
@@ -80,10 +72,7 @@ export function writeCalibration(stateDir: string, calibration: Calibration): st
     fs.chmodSync(dir, 0o777)
   }
   const file = calibrationFile(stateDir, calibration.gpu.model, calibration.driver)
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.tmp`)
-  fs.writeFileSync(tmp, `${JSON.stringify(calibrationSchema.parse(calibration), null, 1)}\n`, {mode: 0o666})
-  fs.chmodSync(tmp, 0o666)
-  fs.renameSync(tmp, file)
+  writeJsonAtomic(file, calibrationSchema.parse(calibration))
   for (const old of otherDriverFiles(stateDir, calibration.gpu.model, calibration.driver)) fs.rmSync(old, {force: true})
   return file
 }
@@ -107,15 +96,6 @@ function otherDriverFiles(stateDir: string, model: string, driver: string): stri
 
 function safe(part: string): string {
   return part.replace(/[^A-Za-z0-9._]/g, '_')
-}
-
-function readIfExists(file: string): string | null {
-  try {
-    return fs.readFileSync(file, 'utf8')
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw error
-  }
 }
 
 function invalid(file: string, why: string, cause: unknown): StateError {

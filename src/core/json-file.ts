@@ -35,3 +35,25 @@ export function readTextIfExists(file: string): string | null {
     throw error
   }
 }
+
+/**
+ * The file's JSON, validated by `schema`: null when it does not exist; otherwise the data, or why it is unusable
+ * (empty, not JSON, or the first field the schema rejects), for the caller to turn into its own error.
+ */
+export function readJsonFile<T>(
+  file: string,
+  schema: {safeParse(raw: unknown): {success: true; data: T} | {success: false; error: {issues: readonly {path: readonly PropertyKey[]; message: string}[]}}},
+): {ok: true; data: T} | {ok: false; why: string; cause: unknown} | null {
+  const text = readTextIfExists(file)
+  if (text === null) return null
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (error) {
+    return {ok: false, why: text.trim() === '' ? 'empty' : 'not valid JSON (truncated?)', cause: error}
+  }
+  const parsed = schema.safeParse(raw)
+  if (parsed.success) return {ok: true, data: parsed.data}
+  const issue = parsed.error.issues[0]
+  return {ok: false, why: `field "${issue.path.map(String).join('.')}": ${issue.message}`, cause: parsed.error}
+}
