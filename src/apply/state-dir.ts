@@ -2,10 +2,9 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import {StateError} from '../core/errors.js'
-import {HOST_ENV} from '../core/names.js'
+import {HOST_ENV, SHARED_STATE_DIR} from '../core/names.js'
 
-/** Shared by every user on the box, so that sessions of different users see each other's leases. */
-export const SHARED_STATE_DIR = '/var/lib/gpu-cosplay'
+export {SHARED_STATE_DIR}
 
 export type StateDir = {
   readonly dir: string

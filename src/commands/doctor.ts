@@ -1,10 +1,11 @@
 import {accessSync, constants, statSync} from 'node:fs'
 import {homedir} from 'node:os'
-import {delimiter, dirname, isAbsolute, join, resolve} from 'node:path'
+import {dirname, resolve} from 'node:path'
 
 import {matchHostModel} from '../catalog/resolve-target.js'
 import type {Catalog, MigProfileBase} from '../catalog/types.js'
 import {isCosplayError} from '../core/errors.js'
+import {findExecutable} from '../core/find-executable.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {HOST_ENV} from '../core/names.js'
 import {checkSmiPrivileges, type SmiPrivileges} from '../host/privileges.js'
@@ -145,25 +146,6 @@ function canCreate(dir: string): boolean {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || at === dirname(at)) return false
     }
   }
-}
-
-/** Where a program would be run from: a path is checked as it is, a bare name is looked up on PATH. */
-export function findExecutable(program: string, env: Readonly<Record<string, string | undefined>>): string | null {
-  const candidates = program.includes('/')
-    ? [program]
-    : (env.PATH ?? '')
-        .split(delimiter)
-        .filter(Boolean)
-        .map((dir) => join(dir, program))
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, constants.X_OK)
-      if (statSync(candidate).isFile()) return isAbsolute(candidate) ? candidate : resolve(candidate)
-    } catch {
-      // not here
-    }
-  }
-  return null
 }
 
 async function probeSmi(smiPath: string | null): Promise<{probe: HostProbe | null; check: DoctorCheck}> {

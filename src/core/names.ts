@@ -12,6 +12,9 @@ export const LABELS = {
   version: `${LABEL_PREFIX}.version`,
 } as const
 
+/** Shared by every user on the box, so that sessions of different users see each other's leases. */
+export const SHARED_STATE_DIR = '/var/lib/gpu-cosplay'
+
 /** Variables the tool itself reads on the host. */
 export const HOST_ENV = {
   nvidiaSmi: 'GPU_COSPLAY_NVIDIA_SMI',

@@ -3,12 +3,11 @@ import {comment, type ExportInput, headerLines, hostGpuOf, physicalMiBOf} from '
 import {describeSettings, gpuWideSettings, leaseHoldArgv, leaseReleaseArgv} from './gpu-wide-lease.js'
 import {dumpMigParted, dumpYaml, migPartedConfig} from './render-mig-parted.js'
 import {shellLine} from './shell-words.js'
+import {SHARED_STATE_DIR} from '../core/names.js'
 
 /** The ConfigMap name the GPU operator's ClusterPolicy points its MIG manager at (spec.migManager.config.name). */
 export const MIG_CONFIG_MAP = 'gpu-cosplay-mig-config'
 export const GPU_OPERATOR_NAMESPACE = 'gpu-operator'
-/** apply/state-dir.ts SHARED_STATE_DIR, repeated because export/ sits left of apply/ (a test keeps them equal) */
-export const NODE_STATE_DIR = '/var/lib/gpu-cosplay'
 
 /**
  * Kubernetes manifests: the MIG manager's ConfigMap, a lease DaemonSet when the plan needs GPU-wide
@@ -129,14 +128,14 @@ function leaseDaemonSet(input: ExportInput, settings: NonNullable<ReturnType<typ
               env: [
                 {name: 'NVIDIA_VISIBLE_DEVICES', value: 'all'},
                 {name: 'NVIDIA_DRIVER_CAPABILITIES', value: 'utility'},
-                {name: 'GPU_COSPLAY_STATE_DIR', value: NODE_STATE_DIR},
+                {name: 'GPU_COSPLAY_STATE_DIR', value: SHARED_STATE_DIR},
               ],
               securityContext: {privileged: true},
-              volumeMounts: [{name: 'state', mountPath: NODE_STATE_DIR}],
+              volumeMounts: [{name: 'state', mountPath: SHARED_STATE_DIR}],
             },
           ],
           // The node's own leases and journal: a lease here and a `gpu-cosplay up` on the node see each other.
-          volumes: [{name: 'state', hostPath: {path: NODE_STATE_DIR, type: 'DirectoryOrCreate'}}],
+          volumes: [{name: 'state', hostPath: {path: SHARED_STATE_DIR, type: 'DirectoryOrCreate'}}],
         },
       },
     },

@@ -1,10 +1,10 @@
-import fs from 'node:fs'
 import path from 'node:path'
 
 import createDebug from 'debug'
 
 import {HostError} from '../core/errors.js'
 import type {Executor} from '../core/executor.js'
+import {findExecutable} from '../core/find-executable.js'
 import {DEBUG_NS, HOST_ENV} from '../core/names.js'
 
 const debug = createDebug(DEBUG_NS.host)
@@ -29,22 +29,7 @@ export function mpsControlPathFrom(env: Readonly<Record<string, string | undefin
 
 /** The control binary's path when this host has one (an explicit path, or a name on PATH); null: no MPS here. */
 export function findMpsControl(env: Readonly<Record<string, string | undefined>>): string | null {
-  const wanted = mpsControlPathFrom(env)
-  const candidates = wanted.includes('/')
-    ? [wanted]
-    : (env.PATH ?? '')
-        .split(':')
-        .filter(Boolean)
-        .map((dir) => path.join(dir, wanted))
-  for (const candidate of candidates) {
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK)
-      if (fs.statSync(candidate).isFile()) return candidate
-    } catch {
-      // not here
-    }
-  }
-  return null
+  return findExecutable(mpsControlPathFrom(env), env)
 }
 
 export class MpsControl {

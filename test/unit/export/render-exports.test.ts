@@ -6,9 +6,7 @@ import {join} from 'node:path'
 import {ConfigMap, Pod} from 'kubernetes-models/v1'
 import {DaemonSet} from 'kubernetes-models/apps/v1'
 
-import {SHARED_STATE_DIR} from '../../../src/apply/state-dir.js'
 import {exportInput, exportPlan, type ExportOptions} from '../../../src/export/export-plan.js'
-import {NODE_STATE_DIR} from '../../../src/export/render-k8s.js'
 import {costumeEnv} from '../../../src/plan/costume-env.js'
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
@@ -102,7 +100,6 @@ describe('plan 3090 --on h200, exported', () => {
       expect(script).toContain(`gpu-cosplay lease hold --host-gpu 0 --power-limit-w ${plan.powerLimitW}`)
       expect(script).toMatch(/trap '.*gpu-cosplay lease release --host-gpu 0 .*' TERM/)
       expect(spawnSync('sh', ['-n', '-c', script]).status).toBe(0)
-      expect(NODE_STATE_DIR).toBe(SHARED_STATE_DIR)
     })
 
     it('no DaemonSet when the plan needs neither a clock lock nor a lower power limit', () => {
