@@ -15,7 +15,7 @@ const common = {
   sourcemap: 'linked',
   minify: true,
   keepNames: true,
-  external: ['typescript', 'dockerode', 'ssh2', 'cpu-features', 'execa', 'get-port', 'proper-lockfile'],
+  external: ['typescript', 'dockerode', 'ssh2', 'cpu-features', 'execa', 'proper-lockfile'],
   // oclif and its CommonJS dependencies call require(); give the ESM bundle one.
   banner: {js: "import {createRequire as __cr} from 'node:module'; const require = __cr(import.meta.url);"},
   logLevel: 'warning',

@@ -12,7 +12,7 @@ import {BaseCommand} from './support/base-command.js'
 import {hostFlag} from './support/host-flag.js'
 import {currentCatalog, localSmi} from './support/context.js'
 import {fixed, formatTable} from './support/format-table.js'
-import {planFor} from './support/resolve-plan-host.js'
+import {planFor} from './support/plan-for.js'
 
 /** `achievable`: the plan's figures as this host really delivers them (calibrate), next to the peaks */
 export type PlanResult = CosplayPlan & {achievable: Achievable}

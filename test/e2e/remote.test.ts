@@ -12,6 +12,7 @@ import {join} from 'node:path'
 
 import {jest} from '@jest/globals'
 
+import {observedGpus} from '../cli/support/run-cli-async.js'
 import {BASE_IMAGE, BIN, docker, SIM_BIN, waitFor} from './support.js'
 
 jest.setTimeout(300_000)
@@ -55,15 +56,7 @@ function boxSmi(args: string): string {
 
 /** the box's GPU as an observer sees it: what must come back exactly */
 function boxGpu(): unknown[] {
-  const state = JSON.parse(boxSmi('--sim-dump'))
-  return state.gpus.map((g: any) => ({
-    persistence: g.persistence,
-    migCurrent: g.mig_current,
-    migPending: g.mig_pending,
-    powerLimitW: g.power_limit,
-    clocksLocked: g.clocks_locked,
-    instances: (g.gis ?? []).map((gi: any) => ({gi: gi.id, profile: gi.profile_id, start: gi.start, cis: (gi.cis ?? []).map((ci: any) => ci.id).sort()})),
-  }))
+  return observedGpus(JSON.parse(boxSmi('--sim-dump')))
 }
 
 function boxCalls(): Array<{argv: string[]; exit: number | null}> {

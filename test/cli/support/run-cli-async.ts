@@ -76,7 +76,11 @@ export async function waitForCall(sim: Sim, test: (call: {argv: string[]; fault?
 
 /** The GPU as an observer sees it: what must come back exactly after `down` or `recover`. */
 export function gpuState(sim: Sim): unknown[] {
-  const state = JSON.parse(sim.smi(['--sim-dump']))
+  return observedGpus(JSON.parse(sim.smi(['--sim-dump'])))
+}
+
+/** The observable part of a simulator dump (`nvidia-smi --sim-dump`), wherever the simulator runs. */
+export function observedGpus(state: any): unknown[] {
   return state.gpus.map((g: any) => ({
     persistence: g.persistence,
     migCurrent: g.mig_current,
