@@ -15,6 +15,7 @@ import {enableMig, lockClocks, setPersistence, setPowerLimit} from './steps/leas
 import {mpsStepFor, type StartMpsParams} from './steps/mps-step.js'
 import {stepFor} from './steps/registry.js'
 import type {PlannedStep} from './steps/step.js'
+import {physicalMiBOf} from '../plan/physical-memory.js'
 
 export type Owner = {readonly uid: number; readonly user: string}
 
@@ -134,16 +135,11 @@ async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, ope
     gpuIndex: ctx.live.index,
     session,
     plan,
-    physicalMiB: physicalMiBOf(plan, ctx.live),
+    physicalMiB: physicalMiBOf(plan, ctx.live.memoryTotalMiB),
     mpsDaemon: mpsDaemonOf(session),
     recovered: open.recovered,
     notes: [...notes, ...ctx.notes],
   }
-}
-
-/** Memory of the slice (or whole GPU) a session runs on: what the costume's VRAM fraction is taken of. */
-export function physicalMiBOf(plan: Plan, live: Pick<HostGpu, 'memoryTotalMiB'>): number {
-  return plan.mig ? Math.round(plan.mig.memoryGiB * 1024) : (live.memoryTotalMiB ?? plan.vramCapMiB)
 }
 
 /** The GPU-wide values sessions on this GPU hold: a plan must live with them. */

@@ -1,5 +1,6 @@
 import fs from 'node:fs'
 import os from 'node:os'
+import {isProcessGone} from '../core/process-gone.js'
 
 /**
  * Who holds a GPU lock, so that a waiter can take over at once from a holder that died on this host instead of
@@ -60,20 +61,6 @@ function readOwner(lockPath: string): LockOwner | null {
     return o as LockOwner
   } catch {
     return null
-  }
-}
-
-/** Gone, or a zombie (exited, not yet reaped). A process of another user (EPERM) is alive. */
-export function isProcessGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH'
-  }
-  try {
-    return /^\d+ \(.*\) Z/s.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))
-  } catch {
-    return false
   }
 }
 

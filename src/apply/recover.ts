@@ -2,6 +2,7 @@ import os from 'node:os'
 
 import {type BookStoreDeps, listBooks, withBook} from './book-store.js'
 import {readClaims, releaseName} from './session-names.js'
+import {isProcessGone} from '../core/process-gone.js'
 
 export type RecoverResult = {
   readonly gpus: readonly {readonly uuid: string; readonly name: string; readonly recovered: readonly string[]}[]
@@ -31,18 +32,9 @@ function releaseDeadClaims(stateDir: string): string[] {
   const live = new Set(listBooks(stateDir).flatMap(({book}) => Object.keys(book.sessions)))
   const released: string[] = []
   for (const claim of readClaims(stateDir)) {
-    if (live.has(claim.name) || claim.hostname !== os.hostname() || isAlive(claim.pid)) continue
+    if (live.has(claim.name) || claim.hostname !== os.hostname() || !isProcessGone(claim.pid)) continue
     releaseName(stateDir, claim.name)
     released.push(claim.name)
   }
   return released
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }

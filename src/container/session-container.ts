@@ -4,7 +4,6 @@
  */
 import path from 'node:path'
 
-import {physicalMiBOf} from '../apply/bring-up.js'
 import type {ContainerAccess, ContainerRecord, SessionRecord} from '../apply/gpu-book.js'
 import type {PlannedStep} from '../apply/steps/step.js'
 import {ContainerError} from '../core/errors.js'
@@ -12,6 +11,7 @@ import {CONTAINER_MPS_DIRS, COSTUME_ENV, LABELS} from '../core/names.js'
 import type {HostGpu} from '../host/types.js'
 import {costumeEnv} from '../plan/costume-env.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
+import {physicalMiBOf} from '../plan/physical-memory.js'
 
 /** Where a BYO image gets the entrypoint and hooks bind-mounted (the same paths the cosplay image uses). */
 export const COSPLAY_DIR = '/opt/gpu-cosplay'
@@ -71,7 +71,7 @@ export function containerSteps(options: ContainerOptions, impl: PlannedStep['imp
 
 export function containerSpecFor(session: SessionRecord, live: HostGpu, o: ContainerOptions): ContainerSpec {
   const plan = session.plan
-  const physicalMiB = physicalMiBOf(plan, live)
+  const physicalMiB = physicalMiBOf(plan, live.memoryTotalMiB)
   const device = session.mig?.uuid ?? live.uuid
   const user = containerUserName(o.owner.user)
   const env: Record<string, string> = {

@@ -1,6 +1,7 @@
 import type {HostModel, Target} from '../catalog/types.js'
 import type {Plan} from '../plan/types.js'
 import type {MigLayout} from './mig-layout.js'
+import {physicalMiBOf as slicePhysicalMiB} from '../plan/physical-memory.js'
 
 export const EXPORT_FORMATS = ['mig-parted', 'k8s', 'slurm'] as const
 export type ExportFormat = (typeof EXPORT_FORMATS)[number]
@@ -36,7 +37,7 @@ export function hostGpuOf(input: ExportInput): number {
 
 /** The costume's view of the slice: MIG memory, or the whole GPU's. */
 export function physicalMiBOf(input: ExportInput): number {
-  return input.plan.mig ? Math.round(input.plan.mig.memoryGiB * 1024) : Math.round(input.hostModel.memoryGiB * 1024)
+  return slicePhysicalMiB(input.plan, Math.round(input.hostModel.memoryGiB * 1024))
 }
 
 export function headerLines(input: ExportInput): string[] {

@@ -8,6 +8,7 @@ import {isCosplayError} from '../../core/errors.js'
 import {probeHost} from '../../host/probe.js'
 import {describeFailure, escapeFailure, type Failure} from './base-command.js'
 import {localSmi} from './context.js'
+import {isProcessGone} from '../../core/process-gone.js'
 
 export type SessionView = SessionSummary & {
   /** Docker's state of the session's container (running, exited...), 'missing' when recorded but gone, null without one */
@@ -50,7 +51,7 @@ export async function readHostStatus(): Promise<HostView> {
   const sessions = status.sessions.map((s) => {
     const containerState = bySession[s.name]?.state ?? (s.container && containers.reachable ? 'missing' : null)
     const owner = processOf.get(s.name)
-    const diedHalfWay = s.phase !== 'active' && owner !== undefined && owner.hostname === hostname() && !isAlive(owner.pid)
+    const diedHalfWay = s.phase !== 'active' && owner !== undefined && owner.hostname === hostname() && isProcessGone(owner.pid)
     return {...s, containerState, crashed: diedHalfWay || s.instanceMissing || containerState === 'missing'}
   })
   const known = new Set(status.sessions.map((s) => s.name))
@@ -72,14 +73,4 @@ export async function readHostStatus(): Promise<HostView> {
 function processesOf(stateDir: string): Map<string, {pid: number; hostname: string}> {
   const sessions = listBooks(stateDir).flatMap(({book}) => Object.values(book.sessions))
   return new Map(sessions.map((s) => [s.name, {pid: s.pid, hostname: s.hostname}]))
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // EPERM: it exists, it is someone else's
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }

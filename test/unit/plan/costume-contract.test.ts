@@ -8,6 +8,7 @@ import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
 import type {Plan} from '../../../src/plan/types.js'
 import {builtinCatalog} from './catalog-for-tests.js'
+import {physicalMiBOf} from '../../../src/plan/physical-memory.js'
 
 type Case = {case: string; env: Record<string, string>}
 
@@ -24,7 +25,7 @@ function everyCostume(): Case[] {
         continue // a target this host cannot imitate has no costume
       }
       // what bring-up passes as the physical figure: the slice's memory, or the whole GPU's
-      const physicalMiB = plan.mig ? Math.round(plan.mig.memoryGiB * 1024) : Math.round(model.memoryGiB * 1024)
+      const physicalMiB = physicalMiBOf(plan, Math.round(model.memoryGiB * 1024))
       cases.push({case: `${target.key} on ${model.key}`, env: costumeEnv(plan, {hasTf32: target.tf32Tflops !== null}, physicalMiB, 'contract')})
     }
   }
