@@ -10,7 +10,9 @@ import type {PrepareInput} from '../container/prepare-container.js'
 import {packageRoot} from '../core/package-root.js'
 import {OBJECTIVES, type Objective, type Plan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {placeFlag} from './support/host-flag.js'
+import type {Placement} from './support/choose-host.js'
+import type {HostAddress} from '../remote/host-url.js'
 import {currentCatalog} from './support/context.js'
 
 export type UpResult = {
@@ -33,6 +35,8 @@ export type UpResult = {
   notes: string[]
   /** null with --no-container */
   container: UpContainer | null
+  /** only with several --host boxes: where the session went, and what every box offered */
+  placement?: Placement
 }
 
 export type UpContainer = {
@@ -88,11 +92,15 @@ Then it starts a container on the slice (the last step of the same journal, so \
     'ssh-port': Flags.integer({description: "host port for the container's sshd (default: a free one)", min: 1, max: 65535}),
     'ssh-bind': Flags.string({description: 'host address sshd is published on', default: '127.0.0.1'}),
     'shm-size': Flags.string({description: 'size of /dev/shm, e.g. 1g', default: '1g'}),
-    ...hostFlag,
+    ...placeFlag,
   }
 
   async run(): Promise<UpResult> {
     const {args, flags} = await this.parse(Up)
+    if (flags.host?.trim()) {
+      const hosts = (await import('../remote/open-host.js')).hostsFrom(flags.host)
+      if (hosts.length > 1) return this.upOnBestHost(hosts, args.gpu, flags)
+    }
     const remote = await this.forwardToHost(flags.host, renderUp)
     if (remote) return remote.result
     const catalog = await currentCatalog()
@@ -151,6 +159,33 @@ Then it starts a container on the slice (the last step of the same journal, so \
     } finally {
       cancel.dispose()
     }
+  }
+
+  /** Several boxes: plan on each, then up on the one whose plan comes closest (choose-host.ts). */
+  private async upOnBestHost(hosts: HostAddress[], gpu: string, flags: UpFlags): Promise<UpResult> {
+    const [{rankHosts, upOnBest}, {describePlacement}] = await Promise.all([import('./support/choose-host.js'), import('../plan/placement.js')])
+    const quiet = this.jsonEnabled()
+    const say = (line: string) => (quiet ? undefined : this.logToStderr(line))
+    say(`Planning ${gpu} on ${hosts.map((h) => h.label).join(', ')}`)
+    const planArgs = [
+      gpu,
+      ...['--match', flags.match, '--host-gpu', String(flags['host-gpu'])],
+      ...(flags.strict ? ['--strict'] : []),
+      ...(flags['lock-clock'] ? ['--lock-clock'] : []),
+      ...(flags['cap-power'] ? ['--cap-power'] : []),
+    ]
+    const ranked = await rankHosts(hosts, planArgs, this.config.version)
+    if (ranked[0].plan !== null) say(describePlacement(ranked))
+    const {result, placement} = await upOnBest(
+      ranked,
+      async (host) => {
+        const remote = await this.forwardToHost<UpResult>(host, renderUp)
+        if (!remote) throw new Error(`no box named ${host}`)
+        return remote.result
+      },
+      say,
+    )
+    return {...result, placement}
   }
 
   private buildProgress(quiet: boolean): Pick<PrepareInput, 'onBuildStart' | 'onBuildProgress'> {

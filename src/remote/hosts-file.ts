@@ -16,7 +16,13 @@ import {RemoteError} from './remote-error.js'
 const HostEntrySchema = z.strictObject({url: z.string().min(1), description: z.string().optional()})
 export const HostsFileSchema = z.strictObject({
   version: z.literal(1),
-  hosts: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a host name is letters, digits, ".", "_" or "-"'), HostEntrySchema),
+  hosts: z.record(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a host name is letters, digits, ".", "_" or "-"')
+      .refine((name) => name !== 'all', '"all" is reserved: --host all means every host in this file'),
+    HostEntrySchema,
+  ),
 })
 export type HostsFile = z.infer<typeof HostsFileSchema>
 

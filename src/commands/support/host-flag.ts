@@ -17,3 +17,13 @@ export const hostsFlag = {
     helpGroup: 'REMOTE',
   }),
 }
+
+/** up: several boxes (or all of hosts.yaml): it plans on each and comes up where the plan is closest */
+export const placeFlag = {
+  host: Flags.string({
+    description:
+      'run on this GPU box over ssh (ssh://user@box[:port], an alias or a hosts.yaml name); several, comma-separated, or "all" (every hosts.yaml name): plan on each, come up on the one whose plan is closest to the target',
+    env: 'GPU_COSPLAY_HOST',
+    helpGroup: 'REMOTE',
+  }),
+}

@@ -41,6 +41,7 @@ describe('hosts.yaml', () => {
     ['bad url', 'version: 1\nhosts:\n  lab: {url: "http://b"}\n'],
     ['bad name', 'version: 1\nhosts:\n  "a b": {url: "ssh://b"}\n'],
     ['not YAML', 'version: 1\nhosts: [\n'],
+    ['a host named all (reserved for --host all)', 'version: 1\nhosts:\n  all: {url: "ssh://b"}\n'],
   ])('refuses %s with BAD_HOSTS_FILE, exit 2, in one line naming the file', (_label, text) => {
     const error = thrown(() => parseHostsFile(text, '/cfg/hosts.yaml'))
     expect([error.code, error.exit]).toEqual(['BAD_HOSTS_FILE', 2])
@@ -64,6 +65,19 @@ describe('hosts.yaml', () => {
         throw new Error('read')
       }),
     ).toHaveLength(1)
+  })
+
+  it("takes all as every named host, in the file's order", () => {
+    const file = parseHostsFile(good, 'hosts.yaml')
+    expect(resolveHosts('all', () => file).map((h) => [h.label, h.host])).toEqual([
+      ['lab', 'lab-gpu'],
+      ['spare', 'spare'],
+    ])
+  })
+
+  it('refuses all when hosts.yaml names no host (BAD_HOST, exit 2)', () => {
+    const error = thrown(() => resolveHosts('all', () => ({version: 1, hosts: {}})))
+    expect([error.code, error.exit]).toEqual(['BAD_HOST', 2])
   })
 
   it('refuses an empty list', () => {
