@@ -161,7 +161,7 @@ ensure_user() {
   USER_HOME=$(getent passwd "$1" | cut -d: -f6)
 }
 _ensure_user() {
-  local name=$1 uid=$2 gid=$3 existing group
+  local name=$1 uid=$2 gid=$3 existing group created=0
   # group: reuse whatever group has the gid; else take over a group of that name; else create it
   if ! getent group "$gid" >/dev/null; then
     if getent group "$name" >/dev/null; then
@@ -189,12 +189,13 @@ _ensure_user() {
     else
       local shell=/bin/sh
       [ -x /bin/bash ] && shell=/bin/bash
-      useradd --no-create-home --home-dir "/home/$name" --uid "$uid" --gid "$gid" --shell "$shell" "$name"
+      useradd --no-create-home --home-dir "/home/$name" --uid "$uid" --gid "$gid" --shell "$shell" --password '*' "$name"
+      created=1
     fi
   fi
-  usermod -g "$gid" "$name"
-  # '*' = no password, but not "locked" ('!'): sshd without PAM refuses keys for locked accounts.
-  usermod -p '*' "$name"
+  # '*' = no password, but not "locked" ('!'): sshd without PAM refuses keys for locked accounts. usermod
+  # rewrites passwd and shadow (~15 ms): only for a user the image already had; useradd above set both.
+  [ "$created" = 1 ] || usermod -g "$gid" -p '*' "$name"
   local home
   home=$(getent passwd "$name" | cut -d: -f6)
   if [ ! -d "$home" ]; then
@@ -260,6 +261,15 @@ install_python_hooks() {
     chmod 0755 "$hooks/nvidia-smi" 2>/dev/null || true
     ln -sf "$hooks/nvidia-smi" "$COSPLAY_DIR/bin/nvidia-smi"
   fi
+  printf '%s\n' "$hooks" >"$COSPLAY_DIR/hooks-installed" 2>/dev/null || true
+}
+
+# The gpu-cosplay image installs the hooks when it is built (one python run per interpreter, ~15 ms each): a
+# container start repeats that only for an image that did not (any other image gets runtime-hooks/ mounted).
+install_python_hooks_once() {
+  local hooks=${GPU_COSPLAY_HOOKS_DIR:-$COSPLAY_DIR/hooks}
+  [ "$(cat "$COSPLAY_DIR/hooks-installed" 2>/dev/null)" = "$hooks" ] && [ -e "$COSPLAY_DIR/bin/nvidia-smi" ] && return 0
+  install_python_hooks
 }
 
 # --- MPS -------------------------------------------------------------------------------------------------------
@@ -367,7 +377,7 @@ main() {
   [ "$uid" != 0 ] || { log "GPU_COSPLAY_UID=0: refusing to make root the session user"; exit 64; }
   case ":$PATH:" in *":$COSPLAY_DIR/bin:"*) ;; *) export PATH="$COSPLAY_DIR/bin:$PATH" ;; esac
 
-  install_python_hooks
+  install_python_hooks_once
   ensure_user "$user" "$uid" "$gid"
   local home=$USER_HOME
   install_pubkey "$home" "$uid" "$gid"

@@ -10,7 +10,7 @@ import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, runSteps, unwindSession} from './engine.js'
 import type {GpuBook, SessionRecord} from './gpu-book.js'
 import {assertSessionName, releaseName, reserveAutoName, reserveName} from './session-names.js'
-import {createComputeInstance, createGpuInstance} from './steps/instance-steps.js'
+import {createGpuInstance} from './steps/instance-steps.js'
 import {enableMig, lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
 import {mpsStepFor, type StartMpsParams} from './steps/mps-step.js'
 import {stepFor} from './steps/registry.js'
@@ -163,8 +163,7 @@ function gpuSteps(plan: Plan): PlannedStep[] {
   if (plan.mig) {
     steps.push(
       {impl: enableMig, params: {value: true}},
-      {impl: createGpuInstance, params: {profile: plan.mig.profile, profileId: plan.mig.profileId}},
-      {impl: createComputeInstance, params: {}},
+      {impl: createGpuInstance, params: {profile: plan.mig.profile, profileId: plan.mig.profileId, withComputeInstance: true}},
     )
   }
   // GPU-wide knobs bind every tenant: only a session that holds the whole GPU (or asked) takes them.

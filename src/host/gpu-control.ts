@@ -28,6 +28,8 @@ export interface GpuControl {
   /** what the change's own output says of the mode now; 'unknown' when it says neither (read the GPU then) */
   setMigMode(gpuIndex: number, enabled: boolean): Promise<MigModeChange>
   createGpuInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number}>
+  /** `-cgi P -C`: the GPU instance and its default compute instance in one call (ID null: an old driver did not print it) */
+  createGpuInstanceWithComputeInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number; computeInstanceId: number | null}>
   createComputeInstance(gpuIndex: number, gpuInstanceId: number): Promise<{computeInstanceId: number | null}>
   destroyComputeInstance(gpuIndex: number, gpuInstanceId: number, computeInstanceId: number): Promise<void>
   destroyGpuInstance(gpuIndex: number, gpuInstanceId: number): Promise<void>
@@ -101,6 +103,15 @@ export class SmiGpuControl implements GpuControl {
     const created = parseMigCreate(out).find((c) => c.kind === 'gpu-instance')
     if (!created) throw unreadable('mig -cgi', out)
     return {gpuInstanceId: created.gpuInstanceId}
+  }
+
+  async createGpuInstanceWithComputeInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number; computeInstanceId: number | null}> {
+    const out = await this.smi.mutate(['mig', '-i', String(gpuIndex), '-cgi', String(profileId), '-C'])
+    const created = parseMigCreate(out)
+    const gi = created.find((c) => c.kind === 'gpu-instance')
+    const ci = created.find((c) => c.kind === 'compute-instance')
+    if (!gi || !ci || ci.kind !== 'compute-instance') throw unreadable('mig -cgi -C', out)
+    return {gpuInstanceId: gi.gpuInstanceId, computeInstanceId: ci.computeInstanceId}
   }
 
   async createComputeInstance(gpuIndex: number, gpuInstanceId: number): Promise<{computeInstanceId: number | null}> {

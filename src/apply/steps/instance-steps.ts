@@ -17,25 +17,45 @@ function tolerateGone(error: unknown): void {
   if (!isSmiError(error, 'SMI_NOT_FOUND_INSTANCE')) throw error
 }
 
+/**
+ * `-cgi P`, or with params.withComputeInstance `-cgi P -C`: the GPU instance and its default compute instance in
+ * one call (one nvidia-smi call fewer per `up`). Journals written before that param existed undo as before.
+ */
 export const createGpuInstance: StepImpl = {
   kind: 'create-gi',
-  describe: (params) => `create GPU instance ${params.profile} (profile ${params.profileId})`,
+  describe: (params) => `create GPU instance ${params.profile} (profile ${params.profileId})${params.withComputeInstance ? ' with its compute instance' : ''}`,
 
   async readPrior(ctx) {
     return {gpuInstanceIds: ctx.live.gpuInstances.map((gi) => gi.id)}
   },
 
   async apply(ctx, params) {
-    const {gpuInstanceId} = await ctx.gpu.createGpuInstance(ctx.live.index, params.profileId as number)
-    if (ctx.session.mig) ctx.session.mig.gpuInstanceId = gpuInstanceId
-    return {gpuInstanceId}
+    const index = ctx.live.index
+    if (!params.withComputeInstance) {
+      const {gpuInstanceId} = await ctx.gpu.createGpuInstance(index, params.profileId as number)
+      if (ctx.session.mig) ctx.session.mig.gpuInstanceId = gpuInstanceId
+      return {gpuInstanceId}
+    }
+    const created = await ctx.gpu.createGpuInstanceWithComputeInstance(index, params.profileId as number)
+    // Old drivers do not print the new CI's ID: in a GPU instance made a moment ago, it is the only one.
+    const computeInstanceId = created.computeInstanceId ?? (await ctx.gpu.computeInstances(index, created.gpuInstanceId))[0]?.id ?? null
+    if (ctx.session.mig) Object.assign(ctx.session.mig, {gpuInstanceId: created.gpuInstanceId, computeInstanceId})
+    return {gpuInstanceId: created.gpuInstanceId, computeInstanceId}
   },
 
   async undo(ctx, entry) {
+    const index = ctx.live.index
     const id = (entry.result?.gpuInstanceId as number | undefined) ?? (await findNewGpuInstance(ctx, entry.params, entry.prior))
     if (id === null) return
+    if (entry.params.withComputeInstance) {
+      // A GPU instance this session made holds only compute instances this session made (-C's, or after a crash
+      // between the call and its record, whatever it left): a GPU instance is destroyed only once it holds none.
+      const recorded = entry.result?.computeInstanceId as number | null | undefined
+      const cis = recorded != null ? [recorded] : (await ctx.gpu.computeInstances(index, id)).map((ci) => ci.id)
+      for (const ci of cis) await ctx.gpu.destroyComputeInstance(index, id, ci).catch(tolerateGone)
+    }
     // Destroyed by its own ID; "not found" means it is gone already, which is what undo wants.
-    await ctx.gpu.destroyGpuInstance(ctx.live.index, id).catch(tolerateGone)
+    await ctx.gpu.destroyGpuInstance(index, id).catch(tolerateGone)
   },
 }
 
@@ -50,6 +70,7 @@ async function findNewGpuInstance(ctx: StepContext, params: Json, prior: Json): 
   return null
 }
 
+/** Journals from before `-cgi -C` (and a GPU instance without one): `-cci` on its own. */
 export const createComputeInstance: StepImpl = {
   kind: 'create-ci',
   describe: () => 'create compute instance (default profile)',

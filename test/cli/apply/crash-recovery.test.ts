@@ -37,7 +37,7 @@ const upPoints = crashPoints(UP, () => undefined)
 describe('kill -9 during up, then recover', () => {
   it('covers every kind of change', () => {
     expect(upPoints.map((argv) => argv.find((a) => a.startsWith('-') && a !== '-i' && a !== '-gi'))).toEqual(
-      expect.arrayContaining(['-pm', '-mig', '-cgi', '-cci', '-lgc', '-pl']),
+      expect.arrayContaining(['-pm', '-mig', '-cgi', '-lgc', '-pl']),
     )
   })
 

@@ -33,13 +33,14 @@ describe.each([
   const downOne = callsOf(sim, env, ['down', 'a'])
   const lastDown = callsOf(sim, env, ['down', 'b'])
 
-  it('up on a GPU with MIG and persistence already on: at most 7', () => {
-    expect(up.length).toBeLessThanOrEqual(7)
+  it('up on a GPU with MIG and persistence already on: at most 6 (the slice and its compute instance in one -cgi -C)', () => {
+    expect(up.length).toBeLessThanOrEqual(6)
+    expect(shown(up).filter((argv) => /-cgi|-cci/.test(argv))).toEqual([expect.stringMatching(/-cgi \d+ -C$/)])
   })
 
-  it('the first up also turns MIG on (one change, nothing read twice): at most 8', () => {
+  it('the first up also turns MIG on (one change, nothing read twice): at most 7', () => {
     expect(shown(firstUp)).toContain('-i 0 -mig 1')
-    expect(firstUp.length).toBeLessThanOrEqual(8)
+    expect(firstUp.length).toBeLessThanOrEqual(7)
     expect(new Set(shown(firstUp)).size).toBe(firstUp.length)
   })
 

@@ -1,0 +1,66 @@
+/**
+ * `up` makes its slice with one `mig -cgi P -C` (the GPU instance and its default compute instance): on a driver
+ * that does not print the compute instance's ID, and for a session journaled by an older gpu-cosplay (separate
+ * create-gi and create-ci steps), `down` still removes exactly what the session made.
+ */
+import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {cleanupTemps, runCli, runJson, Sim} from '../support/run-cli.js'
+import {gpuState} from '../support/run-cli-async.js'
+
+afterAll(cleanupTemps)
+
+const cisOf = (sim: Sim) => sim.state().gpus[0].gis.flatMap((gi: any) => gi.cis.map((ci: any) => ({gi: gi.id, ci: ci.id})))
+
+describe('the slice and its compute instance in one call', () => {
+  it('an old driver that prints no compute-instance ID: up finds it, down removes it', () => {
+    const sim = Sim.create('h200', 1).set('ci_id_in_output', false)
+    const env = sim.env()
+    const before = gpuState(sim)
+    const up = runJson(['up', 't4', '--no-container', '--name', 'old-driver'], env)
+    expect(up.exitCode).toBe(0)
+    expect(cisOf(sim)).toEqual([{gi: up.json.mig.gpuInstanceId, ci: up.json.mig.computeInstanceId}])
+    expect(up.json.mig.computeInstanceId).toEqual(expect.any(Number))
+    expect(runCli(['down', 'old-driver'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  }, 30_000)
+
+  it('a session an older gpu-cosplay journaled as create-gi then create-ci is undone by down', () => {
+    const sim = Sim.create('h200', 1).enableMig(0)
+    const env = sim.env()
+    const before = gpuState(sim)
+    const up = runJson(['up', 't4', '--no-container', '--name', 'older'], env)
+    expect(up.exitCode).toBe(0)
+    const gpus = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
+    const file = join(
+      gpus,
+      readdirSync(gpus).find((f) => f.endsWith('.json'))!,
+    )
+    const book = JSON.parse(readFileSync(file, 'utf8'))
+    const journal = book.sessions.older.journal
+    const at = journal.findIndex((e: any) => e.kind === 'create-gi')
+    const gi = journal[at]
+    // as the older version wrote it: -cgi alone, then -cci in the new GPU instance
+    const {computeInstanceId} = gi.result
+    delete gi.params.withComputeInstance
+    gi.result = {gpuInstanceId: gi.result.gpuInstanceId}
+    journal.splice(at + 1, 0, {
+      kind: 'create-ci',
+      state: 'done',
+      params: {},
+      prior: {gpuInstanceId: gi.result.gpuInstanceId, computeInstanceIds: []},
+      result: {computeInstanceId},
+    })
+    writeFileSync(file, JSON.stringify(book))
+    sim.clearCalls()
+    expect(runCli(['down', 'older'], env).exitCode).toBe(0)
+    expect(
+      sim
+        .calls()
+        .map((c) => c.argv.find((a) => a === '-dci' || a === '-dgi'))
+        .filter(Boolean),
+    ).toEqual(['-dci', '-dgi'])
+    expect(gpuState(sim)).toEqual(before)
+  }, 30_000)
+})
