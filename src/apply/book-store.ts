@@ -59,6 +59,8 @@ export type WithBookOptions = {
    * steps list instances themselves when they need them (tear-down): every read here is made under the lock.
    */
   readonly read?: 'full' | 'settings'
+  /** the GPU's index when `-L` showed MIG devices on it: its MIG tables are read at the same time as `-q` */
+  readonly migIndexHint?: number
 }
 
 /**
@@ -76,7 +78,7 @@ export async function withBook<T>(
     const file = bookPath(deps.stateDir, gpu.uuid)
     const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw')
     const persist = () => writeBook(file, book)
-    const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings'})
+    const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migIndexHint: options.migIndexHint})
     let live = await probe()
     const before = Object.keys(book.sessions)
     const notes = forgetIfRebooted(book, deps.bootId)

@@ -73,7 +73,8 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
     throw new StateError('SESSION_EXISTS', `a session named "${name}" already exists`, {exit: 2, fix: ['pick another --name', 'see them: gpu-cosplay ps']})
   }
   try {
-    return await withBook(deps, gpu, (open) => bringUpLocked(request, deps, name, open, migUuidsBefore))
+    const migIndexHint = migUuidsBefore.size > 0 ? gpu.index : undefined
+    return await withBook(deps, gpu, (open) => bringUpLocked(request, deps, name, open, migUuidsBefore), {migIndexHint})
   } catch (error) {
     releaseName(deps.stateDir, name)
     throw error

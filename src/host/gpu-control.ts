@@ -18,7 +18,8 @@ export interface GpuControl {
   /** every GPU, fully: the costly read, for a first look or a report */
   probe(): Promise<HostProbe>
   /** one GPU (index or UUID), fully unless {mig: false}; GPU_GONE when nvidia-smi no longer lists it */
-  probeGpu(id: string | number, options?: {readonly mig?: boolean}): Promise<HostGpu>
+  /** migIndexHint: see ProbeOptions (a listing showed MIG devices on this GPU) */
+  probeGpu(id: string | number, options?: {readonly mig?: boolean; readonly migIndexHint?: number}): Promise<HostGpu>
   /** GPUs and MIG devices with their UUIDs (`-L`): cheap, but MIG devices are named by device index, not GI/CI */
   listGpus(gpuIndex?: number): Promise<ListGpus>
   /** the GPU instances on one GPU now (`mig -lgi -i N`) */
@@ -49,9 +50,9 @@ export class SmiGpuControl implements GpuControl {
     return probeHost(this.smi)
   }
 
-  async probeGpu(id: string | number, options: {readonly mig?: boolean} = {}): Promise<HostGpu> {
+  async probeGpu(id: string | number, options: {readonly mig?: boolean; readonly migIndexHint?: number} = {}): Promise<HostGpu> {
     try {
-      const [gpu] = (await probeHost(this.smi, {only: id, mig: options.mig})).gpus
+      const [gpu] = (await probeHost(this.smi, {only: id, mig: options.mig, migIndexHint: options.migIndexHint})).gpus
       return gpu
     } catch (error) {
       if (isSmiError(error, 'NO_GPU') || (error instanceof HostError && error.code === 'NO_GPU')) {

@@ -23,11 +23,20 @@ export type ProbeOptions = {
   readonly only?: string | number
   /** false: `-q` alone; MIG profiles and instances are listed as unavailable (for callers that list what they need themselves) */
   readonly mig?: boolean
+  /**
+   * With `only`: the GPU's index when a listing already showed MIG devices on it. Its MIG tables are then read
+   * alongside `-q` instead of after it (two calls' latency saved while the lock is held); should `-q` say MIG
+   * is off after all, those reads are dropped.
+   */
+  readonly migIndexHint?: number
 }
 
 export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<HostProbe> {
   const callsBefore = smi.callCount
   const only = options.only === undefined ? [] : ['-i', String(options.only)]
+  const hint = options.mig !== false && only.length > 0 ? options.migIndexHint : undefined
+  const early = hint === undefined ? null : migTables(smi, ['-i', String(hint)])
+  early?.catch(() => undefined) // used only when -q confirms MIG; a failure then surfaces below
   const queryText = await smi.read([...QUERY_ARGS, ...only])
   const query = parseSmiQuery(queryText)
   if (query.gpus.length === 0) {
@@ -49,8 +58,7 @@ export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<H
   } else if (anyMig) {
     // `mig -i` is given the index, which every driver's mig subcommand accepts
     const migOnly = only.length > 0 ? ['-i', String(query.gpus[0].index)] : []
-    profiles = await listing(smi, [...LGIP_ARGS, ...migOnly], parseMigLgip, /No MIG-enabled devices found/i, /GPU instance profiles:/)
-    instances = await listing(smi, [...LGI_ARGS, ...migOnly], parseMigLgi, /No GPU instances found/i, /GPU instances:/)
+    ;({profiles, instances} = await (early !== null && query.gpus[0].index === hint ? early : migTables(smi, migOnly)))
     if (profiles === null) degraded.push('migProfiles')
     if (instances === null) degraded.push('gpuInstances')
   }
@@ -106,6 +114,15 @@ function hostGpuFrom(gpu: KeyedGpu, profiles: readonly MigProfile[] | null, inst
  * non-zero with it; a refusal the probe can live without yields null; text that is neither a table nor
  * that message is an error, so a changed format never reads as "no instances".
  */
+/** `mig -lgip` and `mig -lgi`: independent reads, made at the same time */
+async function migTables(smi: Smi, migOnly: readonly string[]): Promise<{profiles: MigProfile[] | null; instances: GpuInstance[] | null}> {
+  const [profiles, instances] = await Promise.all([
+    listing(smi, [...LGIP_ARGS, ...migOnly], parseMigLgip, /No MIG-enabled devices found/i, /GPU instance profiles:/),
+    listing(smi, [...LGI_ARGS, ...migOnly], parseMigLgi, /No GPU instances found/i, /GPU instances:/),
+  ])
+  return {profiles, instances}
+}
+
 async function listing<T>(smi: Smi, args: readonly string[], parse: (text: string) => T[], empty: RegExp, header: RegExp): Promise<T[] | null> {
   let text: string
   try {

@@ -103,6 +103,46 @@ describe('probeHost', () => {
     expect(gpu.unavailable).toEqual([])
   })
 
+  describe('with a MIG hint (-L showed MIG devices on GPU 0)', () => {
+    const h200 = fixture('h200-sxm-141gb__nvidia-smi-a.txt')
+    const uuid = /GPU UUID\s+: (\S+)/.exec(h200)![1]
+    const migAnswers = {
+      'mig -lgip -i 0': {stdout: fixture('h200-sxm-141gb__mig-lgip-wide-81col-excerpt-from-unit-test.txt')},
+      'mig -lgi -i 0': {stdout: fixture('a30__mig-lgi-no-gpu-instances-found.txt'), exitCode: 6},
+    }
+
+    /** -q answers only once both MIG reads were asked for: the three run at the same time, not one after another */
+    class GatedExecutor extends FixtureExecutor {
+      private release: () => void = () => undefined
+      private readonly gate = new Promise<void>((resolve) => (this.release = resolve))
+      async run(argv: readonly string[]): Promise<ExecResult> {
+        const answer = super.run(argv)
+        if (this.seen.filter((key) => key.startsWith('mig')).length === 2) this.release()
+        if (argv.includes('-q')) await this.gate
+        return answer
+      }
+    }
+
+    test('reads the MIG tables while -q runs, and uses them when -q confirms MIG', async () => {
+      const executor = new GatedExecutor({[`-q -i ${uuid}`]: {stdout: withMigEnabled(h200, [0])}, ...migAnswers})
+      const probe = await probeHost(smiFor(executor), {only: uuid, migIndexHint: 0})
+      expect([...executor.seen].sort()).toEqual([`-q -i ${uuid}`, 'mig -lgi -i 0', 'mig -lgip -i 0'])
+      expect(probe.gpus[0].migProfiles?.map((p) => p.name)).toEqual(['1g.18gb', '1g.18gb+me', '2g.35gb', '7g.141gb'])
+      expect(probe.gpus[0].gpuInstances).toEqual([])
+    })
+
+    test('drops them, failures included, when -q says MIG is off after all', async () => {
+      const executor = new FixtureExecutor({
+        [`-q -i ${uuid}`]: {stdout: h200},
+        'mig -lgip -i 0': {stdout: '', stderr: 'No MIG-enabled devices found.', exitCode: 6},
+        'mig -lgi -i 0': {stdout: '', stderr: 'No MIG-enabled devices found.', exitCode: 6},
+      })
+      const probe = await probeHost(smiFor(executor), {only: uuid, migIndexHint: 0})
+      expect(probe.gpus[0].migMode?.current).toBe('disabled')
+      expect(probe.gpus[0].migProfiles).toBeNull()
+    })
+  })
+
   test('eight GPUs, MIG on two of them: still three calls, listings split by GPU index', async () => {
     const executor = new FixtureExecutor({
       '-q': {stdout: withMigEnabled(fixture('h100-sxm-80gb-x8__nvidia-smi-a.txt'), [0, 3])},
