@@ -9,8 +9,8 @@ import type {SshTransport} from '../../remote/ssh-transport.js'
 export function rawTerminal(): () => void {
   const stdin = process.stdin
   if (!stdin.isTTY) return () => undefined
+  // no resume(): what is typed before the session's pipe() attaches would be read and dropped
   stdin.setRawMode(true)
-  stdin.resume()
   return () => {
     stdin.setRawMode(false)
     stdin.pause()
