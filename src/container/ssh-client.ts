@@ -53,7 +53,7 @@ const AUTH_FAILED = /authentication methods failed/i
 type Connected = {client: ClientType; hostKey: string}
 
 /** The public key line ("ssh-ed25519 AAAA...") of a key blob as sshd sends it. */
-export function publicKeyLine(blob: Buffer): string {
+function publicKeyLine(blob: Buffer): string {
   const typeLength = blob.length >= 4 ? blob.readUInt32BE(0) : 0
   return `${blob.subarray(4, 4 + typeLength).toString('latin1')} ${blob.toString('base64')}`
 }
