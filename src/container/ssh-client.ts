@@ -3,11 +3,11 @@
  * ssh2 is CommonJS: named imports crash under Node, so take the default export apart.
  */
 import {createHash} from 'node:crypto'
-import type {Readable, Writable} from 'node:stream'
+import type {Duplex, Readable, Writable} from 'node:stream'
 import createDebug from 'debug'
 import ssh2 from 'ssh2'
 import type {Client as ClientType, ClientChannel, ConnectConfig} from 'ssh2'
-import {ContainerError} from '../core/errors.js'
+import {ContainerError, CosplayError} from '../core/errors.js'
 import {DEBUG_NS} from '../core/names.js'
 
 const {Client, utils} = ssh2
@@ -20,6 +20,8 @@ export type SshTarget = {
   privateKey: string | Buffer
   /** the container's host public key line ("ssh-ed25519 AAAA..."); when given, any other key is refused */
   hostKey?: string
+  /** opens the byte stream to sshd (e.g. a tunnel through a GPU box) instead of a TCP connection; called per attempt */
+  via?: () => Promise<Duplex>
 }
 
 export type ConnectOptions = {
@@ -48,9 +50,20 @@ export type InteractiveSession = {
 
 const AUTH_FAILED = /authentication methods failed/i
 
-function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<ClientType> {
+type Connected = {client: ClientType; hostKey: string}
+
+/** The public key line ("ssh-ed25519 AAAA...") of a key blob as sshd sends it. */
+function publicKeyLine(blob: Buffer): string {
+  const typeLength = blob.length >= 4 ? blob.readUInt32BE(0) : 0
+  return `${blob.subarray(4, 4 + typeLength).toString('latin1')} ${blob.toString('base64')}`
+}
+
+async function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<Connected> {
+  const sock = target.via ? await target.via() : undefined
   return new Promise((resolve, reject) => {
     const client = new Client()
+    let hostKey = ''
+    let hostKeyRefused = false
     const config: ConnectConfig = {
       host: target.host,
       port: target.port,
@@ -58,27 +71,38 @@ function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<ClientT
       privateKey: target.privateKey,
       readyTimeout: readyTimeoutMs,
       keepaliveInterval: 15000,
+      sock,
     }
-    if (target.hostKey) {
-      const [type, blob] = target.hostKey.trim().split(/\s+/)
-      const expected = Buffer.from(blob ?? '', 'base64')
-      config.algorithms = {serverHostKey: [type as never]}
-      config.hostVerifier = (key: Buffer) => key.equals(expected)
+    const [pinnedType, pinnedBlob] = (target.hostKey ?? '').trim().split(/\s+/)
+    // ask for the pinned key's type, or sshd may present another of its keys
+    if (target.hostKey) config.algorithms = {serverHostKey: [pinnedType as never]}
+    config.hostVerifier = (key: Buffer) => {
+      hostKey = publicKeyLine(key)
+      hostKeyRefused = target.hostKey !== undefined && !key.equals(Buffer.from(pinnedBlob ?? '', 'base64'))
+      return !hostKeyRefused
     }
     let settled = false
     client
       .once('ready', () => {
         settled = true
-        resolve(client)
+        resolve({client, hostKey})
       })
       // 'on', not 'once': a reset connection can emit a second error, which would otherwise be thrown
       .on('error', (error) => {
         if (settled) return debug('ssh connection error: %s', error.message)
         settled = true
         client.end()
-        reject(error)
+        reject(hostKeyRefused ? hostKeyMismatch(target, hostKey, error) : error)
       })
       .connect(config)
+  })
+}
+
+/** The container answered with a host key other than the pinned one: never retried. */
+function hostKeyMismatch(target: SshTarget, presented: string, cause: unknown): ContainerError {
+  return new ContainerError('SSH_HOST_KEY_MISMATCH', `the ssh host key of ${target.host}:${target.port} is not the session's pinned key: refusing to connect`, {
+    fix: [`it presented ${presented.split(' ')[0]} ${fingerprintOf(presented)}; a container started again has new host keys`],
+    cause,
   })
 }
 
@@ -87,6 +111,8 @@ export class SshSession {
   private constructor(
     private readonly client: ClientType,
     readonly target: SshTarget,
+    /** the host key the container presented ("ssh-ed25519 AAAA..."), the pinned one when one was given */
+    readonly hostKey: string,
   ) {}
 
   /**
@@ -103,10 +129,12 @@ export class SshSession {
     while (Date.now() < deadline) {
       attempts++
       try {
-        const client = await connectOnce(target, Math.max(1000, Math.min(5000, deadline - Date.now())))
+        const {client, hostKey} = await connectOnce(target, Math.max(1000, Math.min(5000, deadline - Date.now())))
         debug('ssh %s@%s:%d ready after %d attempt(s)', target.username, target.host, target.port, attempts)
-        return new SshSession(client, target)
+        return new SshSession(client, target, hostKey)
       } catch (error) {
+        // a refused host key or a failed tunnel does not get better by retrying
+        if (error instanceof CosplayError) throw error
         lastError = error
         debug('ssh attempt %d: %s', attempts, (error as Error).message)
         if (AUTH_FAILED.test((error as Error).message) && ++authFailures >= 5) break
@@ -142,7 +170,7 @@ export class SshSession {
           resolve({
             stdout: Buffer.concat(stdout).toString('utf8'),
             stderr: Buffer.concat(stderr).toString('utf8'),
-            exitCode: exitCode ?? (signal ? 128 + signalNumber(signal) : -1),
+            exitCode: shellExitCode(exitCode, signal ?? undefined),
             signal,
           }),
         )
@@ -163,7 +191,7 @@ export class SshSession {
         if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot open an ssh session: ${error.message}`, {cause: error}))
         let exitCode = -1
         channel.on('exit', (code: number | null, signalName?: string) => {
-          exitCode = code ?? (signalName ? 128 + signalNumber(signalName) : -1)
+          exitCode = shellExitCode(code, signalName)
         })
         io.stdin.pipe(channel)
         channel.pipe(io.stdout, {end: false})
@@ -191,7 +219,7 @@ export class SshSession {
         if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot run a command over ssh: ${error.message}`, {cause: error}))
         let exitCode = -1
         channel.on('exit', (code: number | null, signalName?: string) => {
-          exitCode = code ?? (signalName ? 128 + signalNumber(signalName) : -1)
+          exitCode = shellExitCode(code, signalName)
         })
         channel.pipe(io.stdout, {end: false})
         channel.stderr.pipe(io.stderr, {end: false})
@@ -221,4 +249,9 @@ export function fingerprintOf(publicKeyLine: string): string {
 const SIGNALS: Record<string, number> = {HUP: 1, INT: 2, QUIT: 3, ABRT: 6, KILL: 9, SEGV: 11, PIPE: 13, ALRM: 14, TERM: 15}
 function signalNumber(name: string): number {
   return SIGNALS[name.replace(/^SIG/, '')] ?? 0
+}
+
+/** An ssh channel's exit status as a shell reports it: the code, or 128+n for a signal; -1 when neither came. */
+export function shellExitCode(code: number | null | undefined, signalName?: string): number {
+  return code ?? (signalName ? 128 + signalNumber(signalName) : -1)
 }

@@ -33,3 +33,17 @@ export function parseHostUrl(text: string, label = text): HostAddress {
 export function isBareHostName(text: string): boolean {
   return BARE_NAME.test(text)
 }
+
+/**
+ * The box as OpenSSH's ProxyJump takes it, as the user named it: an ssh_config alias stays an alias (ssh applies
+ * its HostName, User, Port and own ProxyJump), a URL or hosts.yaml entry becomes [user@]host[:port].
+ */
+export function proxyJumpFor(address: HostAddress): string {
+  const host = address.host.includes(':') ? `[${address.host}]` : address.host
+  return `${address.user === null ? '' : `${address.user}@`}${host}${address.port === null ? '' : `:${address.port}`}`
+}
+
+/** The box in a Host name or a file name: its host (alias, name or address) and any explicit port. */
+export function hostSlug(address: HostAddress): string {
+  return `${address.host}${address.port === null ? '' : `-${address.port}`}`.replace(/[^A-Za-z0-9._-]/g, '_')
+}

@@ -7,12 +7,13 @@
 import {readFileSync} from 'node:fs'
 import {userInfo} from 'node:os'
 import {join} from 'node:path'
-import type {Readable} from 'node:stream'
+import type {Duplex, Readable, Writable} from 'node:stream'
 
 import createDebug from 'debug'
 import ssh2 from 'ssh2'
-import type {AgentAuthMethod, Client as ClientType, ConnectConfig, PublicKeyAuthMethod} from 'ssh2'
+import type {AgentAuthMethod, ClientChannel as ClientChannelType, Client as ClientType, ConnectConfig, PublicKeyAuthMethod} from 'ssh2'
 
+import {shellExitCode} from '../container/ssh-client.js'
 import type {HostAddress} from './host-url.js'
 import {checkHostKey, type HostKeyVerdict, knownHostsName, readKnownHosts} from './known-hosts.js'
 import {RemoteError} from './remote-error.js'
@@ -77,6 +78,20 @@ export type ExecIo = {
   stdin?: Readable
 }
 
+export type StreamIo = {
+  stdin: Readable
+  stdout: Writable
+  stderr: Writable
+  /** a pty on the box (stderr then arrives merged into stdout, as with ssh -t) */
+  pty?: {rows: number; cols: number; term: string}
+}
+
+export type StreamingCommand = {
+  /** the remote exit code, 128+n for a signal (as a shell reports it) */
+  readonly done: Promise<number>
+  resize(rows: number, cols: number): void
+}
+
 export class SshTransport {
   private constructor(
     private readonly client: ClientType,
@@ -137,6 +152,54 @@ export class SshTransport {
       })
     })
     return {done, endInput: () => end()}
+  }
+
+  /**
+   * Runs one command line with stdin, stdout and stderr streamed both ways, as `ssh box CMD` does; stdin's end
+   * closes the command's stdin.
+   */
+  stream(command: string, io: StreamIo): StreamingCommand {
+    let channel: ClientChannelType | null = null
+    const done = new Promise<number>((resolve, reject) => {
+      debug('stream on %s: %s', this.endpoint.label, command)
+      const onChannel = (error: Error | undefined, opened: ClientChannelType) => {
+        if (error) {
+          reject(new RemoteError('REMOTE_EXEC_FAILED', `${this.endpoint.label} refused to run a command: ${error.message}`, {cause: error}))
+          return
+        }
+        channel = opened
+        let exitCode = -1
+        opened.on('exit', (code: number | null, signalName?: string) => {
+          exitCode = shellExitCode(code, signalName)
+        })
+        opened.pipe(io.stdout, {end: false})
+        opened.stderr.pipe(io.stderr, {end: false})
+        io.stdin.pipe(opened)
+        opened.on('close', () => {
+          io.stdin.unpipe(opened)
+          resolve(exitCode)
+        })
+      }
+      if (io.pty) this.client.exec(command, {pty: {term: io.pty.term, rows: io.pty.rows, cols: io.pty.cols}}, onChannel)
+      else this.client.exec(command, onChannel)
+    })
+    return {done, resize: (rows, cols) => channel?.setWindow(rows, cols, 0, 0)}
+  }
+
+  /** A TCP stream from the box to host:port on its side (direct-tcpip, as ssh -W or ProxyJump use). */
+  tunnel(host: string, port: number): Promise<Duplex> {
+    return new Promise((resolve, reject) =>
+      this.client.forwardOut('127.0.0.1', 0, host, port, (error, stream) =>
+        error
+          ? reject(
+              new RemoteError('REMOTE_TUNNEL_FAILED', `${this.endpoint.label} cannot open a tunnel to ${host}:${port} on its side: ${error.message}`, {
+                fix: ["the box's sshd must allow TCP forwarding (AllowTcpForwarding yes, its default)"],
+                cause: error,
+              }),
+            )
+          : resolve(stream),
+      ),
+    )
   }
 
   close(): void {

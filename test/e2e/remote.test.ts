@@ -6,19 +6,16 @@
  * mid-`up` leaves the box to finish the step in flight and unwind.
  */
 import {spawn, spawnSync} from 'node:child_process'
-import {chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
-import {connect} from 'node:net'
+import {copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {jest} from '@jest/globals'
 
 import {observedGpus} from '../cli/support/run-cli-async.js'
-import {BASE_IMAGE, BIN, docker, SIM_BIN, waitFor} from './support.js'
+import {BOX_IMAGE, BOX_LABEL as LABEL, buildBoxImage, clientHome, waitForSshd} from './remote-box.js'
+import {BIN, docker, waitFor} from './support.js'
 
 jest.setTimeout(300_000)
-
-const BOX_IMAGE = 'gpu-cosplay-test-box:bookworm'
-const LABEL = 'io.gpu-cosplay.test-box'
 
 type Result = {exitCode: number | null; stdout: string; stderr: string}
 
@@ -66,65 +63,15 @@ function boxCalls(): Array<{argv: string[]; exit: number | null}> {
     .map((line) => JSON.parse(line))
 }
 
-function sshBanner(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.setTimeout(2000)
-    socket.once('data', (data) => {
-      socket.destroy()
-      resolve(data.toString().startsWith('SSH-2.0'))
-    })
-    socket.once('error', () => resolve(false))
-    socket.once('timeout', () => {
-      socket.destroy()
-      resolve(false)
-    })
-  })
-}
-
 beforeAll(async () => {
-  home = mkdtempSync('/tmp/gpu-cosplay-e2e-remote-')
-  mkdirSync(join(home, '.ssh'), {mode: 0o700})
-  const key = join(home, '.ssh', 'id_ed25519')
-  spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'client', '-f', key], {stdio: 'ignore'})
-  const context = mkdtempSync('/tmp/gpu-cosplay-e2e-box-')
-  // node on the box: this machine's own binary (Debian bookworm, as the base image)
-  copyFileSync(process.execPath, join(context, 'node'))
-  copyFileSync(SIM_BIN, join(context, 'nvidia-smi-sim'))
-  copyFileSync(`${key}.pub`, join(context, 'authorized_keys'))
-  writeFileSync(join(context, 'nvidia-smi'), '#!/bin/sh\nGPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json exec /opt/sim/nvidia-smi "$@"\n')
-  chmodSync(join(context, 'nvidia-smi'), 0o755)
-  writeFileSync(
-    join(context, 'Dockerfile'),
-    `FROM ${BASE_IMAGE}
-RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sudo >/dev/null && rm -rf /var/lib/apt/lists/*
-RUN useradd --create-home --shell /bin/bash tester && mkdir -p /run/sshd /opt/sim /var/lib/sim /var/lib/gpu-cosplay /home/tester/.ssh \\
- && chmod 1777 /var/lib/gpu-cosplay && ssh-keygen -A \\
- && echo 'tester ALL=(root) NOPASSWD: /usr/local/bin/nvidia-smi' > /etc/sudoers.d/tester && chmod 0440 /etc/sudoers.d/tester
-COPY node /usr/local/bin/node
-COPY nvidia-smi-sim /opt/sim/nvidia-smi
-COPY nvidia-smi /usr/local/bin/nvidia-smi
-COPY authorized_keys /home/tester/.ssh/authorized_keys
-RUN chown -R tester:tester /home/tester/.ssh && chmod 700 /home/tester/.ssh && chmod 600 /home/tester/.ssh/authorized_keys \\
- && GPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json /opt/sim/nvidia-smi --sim-init --model h200 --gpus 1 \\
- && GPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json /opt/sim/nvidia-smi --sim-set require_root=true \\
- && chmod 0777 /var/lib/sim && chmod 0666 /var/lib/sim/*
-CMD ["/usr/sbin/sshd", "-D", "-e"]
-`,
-  )
-  docker(['build', '-q', '-t', BOX_IMAGE, context])
-  rmSync(context, {recursive: true, force: true})
+  home = clientHome()
+  buildBoxImage(join(home, '.ssh', 'id_ed25519.pub'))
   boxId = docker(['run', '-d', '--label', LABEL, '-p', '127.0.0.1::22', BOX_IMAGE]).trim()
   port = Number(/:(\d+)\s*$/m.exec(docker(['port', boxId, '22/tcp']).split('\n')[0])![1])
   url = `ssh://tester@127.0.0.1:${port}`
-  const deadline = Date.now() + 30_000
-  while (!(await sshBanner())) {
-    if (Date.now() > deadline) throw new Error('sshd in the box never answered')
-    await new Promise((r) => setTimeout(r, 200))
-  }
+  await waitForSshd(port)
   const hostKey = onBox('cat /etc/ssh/ssh_host_ed25519_key.pub').trim().split(/\s+/).slice(0, 2).join(' ')
   writeFileSync(join(home, '.ssh', 'known_hosts'), `[127.0.0.1]:${port} ${hostKey}\n`)
-  // the first build of the box image apt-gets sudo from Debian's mirror: minutes on a cold machine
 }, 900_000)
 
 afterAll(() => {

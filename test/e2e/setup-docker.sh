@@ -65,8 +65,16 @@ if docker info >/dev/null 2>&1; then
 else
   say "starting dockerd (log: $DOCKERD_LOG)"
   mkdir -p "$(dirname "$DOCKERD_LOG")"
-  # setsid + nohup: dockerd outlives this script and the CI step that ran it.
-  PATH="$HERE/bin:$PATH" setsid nohup dockerd --group docker >>"$DOCKERD_LOG" 2>&1 </dev/null &
+  # setsid + nohup: dockerd outlives this script and the CI step that ran it. It must not inherit our other file
+  # descriptors: under `flock /tmp/e2e.lock npm run test:e2e` one of them is the lock, which dockerd would then hold
+  # for as long as it runs, and every later suite would wait for it forever.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    PATH="$HERE/bin:$PATH" exec setsid nohup dockerd --group docker >>"$DOCKERD_LOG" 2>&1 </dev/null
+  ) &
   for _ in $(seq 1 120); do
     docker info >/dev/null 2>&1 && break
     sleep 0.5

@@ -8,6 +8,7 @@ import {hostsFrom, openHost} from '../../remote/open-host.js'
 import {forwardedArgv} from '../../remote/remote-command-line.js'
 import {RemoteError} from '../../remote/remote-error.js'
 import {handshake, runRemote} from '../../remote/run-remote.js'
+import type {SshTransport} from '../../remote/ssh-transport.js'
 
 export type HostResult<T> = {host: string; result: T}
 
@@ -59,6 +60,25 @@ async function runOn<T>(host: HostAddress, argv: string[], request: ForwardReque
     })
     if (exitCode !== 0) process.exitCode = exitCode
     return {host: host.label, result: payload as T}
+  } finally {
+    transport.close()
+  }
+}
+
+/**
+ * For the commands that talk to the box more than once (ssh, exec, ssh-config): the one host --host names,
+ * connected and past the handshake; closed when `use` settles.
+ */
+export async function withHost<T>(
+  request: {spec: string; commandId: string; version: string},
+  use: (transport: SshTransport, host: HostAddress) => Promise<T>,
+): Promise<T> {
+  const hosts = hostsFrom(request.spec)
+  if (hosts.length > 1) throw new RemoteError('BAD_HOST', `${request.commandId} runs on one host; --host names ${hosts.length}`, {exit: 2})
+  const transport = await openHost(hosts[0])
+  try {
+    await handshake(transport, request.version)
+    return await use(transport, hosts[0])
   } finally {
     transport.close()
   }

@@ -6,10 +6,12 @@ import {homedir} from 'node:os'
 import type {Readable, Writable} from 'node:stream'
 
 import {resolveStateDir, userDirOf} from '../../apply/state-dir.js'
+import {isPublicKeyLine} from '../../container/connect-hints.js'
 import {pickSession} from '../../container/pick-session.js'
 import {DockerRuntime} from '../../container/runtime.js'
 import {type SessionContainer, sessionContainer} from '../../container/session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../../container/ssh-keys.js'
+import {ContainerError, InputError} from '../../core/errors.js'
 import {invokingUser} from '../../core/invoking-user.js'
 
 export type SessionAccess = {
@@ -28,6 +30,41 @@ export function accessSession(name: string | undefined): SessionAccess {
 
 export function identityFor(access: SessionAccess): Promise<SshIdentity> {
   return loadOrCreateSshIdentity({userDir: userDirOf(access.stateDir, access.uid)})
+}
+
+/** An authorized_keys line of a key type the entrypoint accepts, on one line; anything else is refused before it is sent. */
+export function assertPublicKeyLine(line: string): void {
+  if (!isPublicKeyLine(line)) {
+    throw new InputError('BAD_PUBLIC_KEY', 'not an ssh public key line ("ssh-ed25519 AAAA... comment")')
+  }
+}
+
+/**
+ * For a client on another machine (ssh, exec and ssh-config --host): logs in to the container as the session
+ * user, adds the client's public key to its authorized_keys (once), and returns the host key the container
+ * presented on that loopback connection, for the client to pin. The container's sshd is reached the way
+ * `gpu-cosplay ssh` reaches it here; the private key stays on the client.
+ */
+export async function authorizeKeyInSession(access: SessionAccess, publicKey: string): Promise<{hostKey: string}> {
+  assertPublicKeyLine(publicKey)
+  const c = access.container
+  const [{SshSession}, identity] = await Promise.all([import('../../container/ssh-client.js'), identityFor(access)])
+  const ssh = await SshSession.connectWithRetry({host: c.sshHost!, port: c.sshPort!, username: c.user, privateKey: identity.privateKey}, {timeoutMs: 10_000})
+  try {
+    // the key arrives on stdin: never part of a command line
+    const result = await ssh.exec(
+      'umask 077; mkdir -p ~/.ssh && IFS= read -r key && { grep -qxF -e "$key" ~/.ssh/authorized_keys 2>/dev/null || printf \'%s\\n\' "$key" >>~/.ssh/authorized_keys; }',
+      {stdin: `${publicKey}\n`},
+    )
+    if (result.exitCode !== 0) {
+      throw new ContainerError('SSH_AUTHORIZE_FAILED', `cannot add the client key to ~/.ssh/authorized_keys in ${c.session} (exit ${result.exitCode})`, {
+        fix: [result.stderr.trim().split('\n')[0] || `look at the container: gpu-cosplay exec ${c.session} -- ls -la .ssh`],
+      })
+    }
+    return {hostKey: ssh.hostKey}
+  } finally {
+    ssh.close()
+  }
 }
 
 /** Runs argv in the container as the session user (docker exec), streaming; returns the exit code. */
@@ -56,23 +93,4 @@ export async function execInSession(
   })
   if (onResize) process.stdout.off('resize', onResize)
   return result.exitCode
-}
-
-/** Puts the local terminal in raw mode for an interactive session; returns the undo. */
-export function rawTerminal(): () => void {
-  const stdin = process.stdin
-  if (!stdin.isTTY) return () => undefined
-  stdin.setRawMode(true)
-  stdin.resume()
-  return () => {
-    stdin.setRawMode(false)
-    stdin.pause()
-  }
-}
-
-/** After streaming process.stdin into a session: let the process exit. */
-export function releaseStdin(): void {
-  process.stdin.pause()
-  process.stdin.unref?.()
-  if (!process.stdin.isTTY) process.stdin.destroy()
 }

@@ -1,0 +1,78 @@
+/**
+ * The local terminal's side of ssh and exec: raw mode for an interactive session, a pty that follows the
+ * window's size, and letting go of stdin afterwards. Free of dockerode, so the --host paths stay light.
+ */
+import type {SshSession} from '../../container/ssh-client.js'
+import type {SshTransport} from '../../remote/ssh-transport.js'
+
+/** Puts the local terminal in raw mode for an interactive session; returns the undo. */
+export function rawTerminal(): () => void {
+  const stdin = process.stdin
+  if (!stdin.isTTY) return () => undefined
+  // no resume(): what is typed before the session's pipe() attaches would be read and dropped
+  stdin.setRawMode(true)
+  return () => {
+    stdin.setRawMode(false)
+    stdin.pause()
+  }
+}
+
+/** After streaming process.stdin into a session: let the process exit. */
+export function releaseStdin(): void {
+  process.stdin.pause()
+  process.stdin.unref?.()
+  if (!process.stdin.isTTY) process.stdin.destroy()
+}
+
+function windowSize(): {rows: number; cols: number} {
+  return {rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80}
+}
+
+/**
+ * On a logged-in ssh session: a login shell (command null) or one command line, with a pty when tty is true,
+ * else streamed without one; returns the exit code.
+ */
+export async function runOverSsh(ssh: SshSession, command: string | null, tty: boolean): Promise<number> {
+  const io = {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr}
+  try {
+    if (!tty) return await ssh.stream(command ?? 'exec "${SHELL:-sh}" -l', io)
+    const restore = rawTerminal()
+    try {
+      const session = await ssh.interactive(command, {...io, ...windowSize()})
+      const onResize = () => session.resize(windowSize().rows, windowSize().cols)
+      process.stdout.on('resize', onResize)
+      try {
+        return await session.done
+      } finally {
+        process.stdout.off('resize', onResize)
+      }
+    } finally {
+      restore()
+    }
+  } finally {
+    releaseStdin()
+  }
+}
+
+/** One command line on a box with this process's stdio, a pty there when tty is true; returns its exit code. */
+export async function streamOnHost(transport: SshTransport, commandLine: string, tty: boolean): Promise<number> {
+  const restore = tty ? rawTerminal() : () => undefined
+  try {
+    const running = transport.stream(commandLine, {
+      stdin: process.stdin,
+      stdout: process.stdout,
+      stderr: process.stderr,
+      ...(tty ? {pty: {...windowSize(), term: process.env.TERM ?? 'xterm-256color'}} : {}),
+    })
+    const onResize = () => running.resize(windowSize().rows, windowSize().cols)
+    if (tty) process.stdout.on('resize', onResize)
+    try {
+      return await running.done
+    } finally {
+      process.stdout.off('resize', onResize)
+    }
+  } finally {
+    restore()
+    releaseStdin()
+  }
+}
