@@ -55,7 +55,7 @@ export function renderDown(closed: readonly ClosedSession[]): string {
   if (closed.length === 0) return 'No session to end.'
   return closed
     .flatMap((c) => [
-      `Ended ${c.name} (${c.target})${c.restored.length > 0 ? `; restored ${c.restored.join(', ')} as found before` : ''}`,
+      `Ended ${c.name} (${c.target ?? 'lease hold'})${c.restored.length > 0 ? `; restored ${c.restored.join(', ')} as found before` : ''}`,
       ...c.notes.map((n) => `  note: ${n}`),
     ])
     .join('\n')
