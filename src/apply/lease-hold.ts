@@ -100,7 +100,13 @@ async function holdLocked(request: HoldRequest, deps: HoldDeps, open: OpenBook):
   const {book, persist} = open
   const name = leaseSessionName(request.holder)
   assertValuesFit(request, open.live, deps.catalog)
-  const base = {holder: request.holder, session: name, hostGpu: {index: open.live.index, uuid: book.gpu.uuid}, clockMHz: request.clockMHz, powerLimitW: request.powerLimitW}
+  const base = {
+    holder: request.holder,
+    session: name,
+    hostGpu: {index: open.live.index, uuid: book.gpu.uuid},
+    clockMHz: request.clockMHz,
+    powerLimitW: request.powerLimitW,
+  }
 
   const existing = book.sessions[name]
   if (existing && isLeaseSession(existing)) {
@@ -145,7 +151,8 @@ async function holdLocked(request: HoldRequest, deps: HoldDeps, open: OpenBook):
       persist()
     } catch (undoError) {
       // The journal keeps what could not be undone; `recover` (or the next command on this GPU) retries it.
-      if (error instanceof Error) (error as Error & {notes?: string[]}).notes = [`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`]
+      if (error instanceof Error)
+        (error as Error & {notes?: string[]}).notes = [`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`]
     }
     throw error
   }
@@ -236,7 +243,9 @@ function assertNoConflict(book: GpuBook, values: LeaseValues, gpuIndex: number):
     const lease = book.leases[setting]
     if (!lease || lease.holders.length === 0 || lease.value === wanted) continue
     const flag = setting === 'clocks' ? '--clock-mhz' : '--power-limit-w'
-    conflicts.push(`${lease.holders.join(', ')} hold${lease.holders.length === 1 ? 's' : ''} ${showSetting(setting, lease.value)} (wanted ${showSetting(setting, wanted)})`)
+    conflicts.push(
+      `${lease.holders.join(', ')} hold${lease.holders.length === 1 ? 's' : ''} ${showSetting(setting, lease.value)} (wanted ${showSetting(setting, wanted)})`,
+    )
     if (lease.value !== null) fixes.push(`hold the value in force: ${flag} ${lease.value}`)
   }
   if (conflicts.length === 0) return

@@ -1,6 +1,7 @@
-import {Flags, ux} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import type {HoldOutcome} from '../../apply/lease-hold.js'
+import {InputError} from '../../core/errors.js'
 import {BaseCommand} from '../support/base-command.js'
 import {hostFlag} from '../support/host-flag.js'
 import {currentCatalog} from '../support/context.js'
@@ -20,10 +21,7 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
   static flags = {
     'host-gpu': Flags.integer({description: 'index of the host GPU', min: 0, default: 0}),
     'clock-mhz': Flags.integer({description: 'lock the graphics clock at this MHz (a clock the GPU supports)', min: 1}),
-    'power-limit-w': Flags.custom<number>({
-      description: "set the power limit to this many watts (within the GPU's range)",
-      parse: async (input) => parseWatts(input),
-    })(),
+    'power-limit-w': Flags.string({description: "set the power limit to this many watts (within the GPU's range)"}),
     holder: Flags.string({description: 'who holds it: letters, digits, "_", "." or "-" (e.g. slurm-job-42); release names the same', required: true}),
     ...hostFlag,
   }
@@ -32,30 +30,36 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
     const {flags} = await this.parse(LeaseHold)
     const remote = await this.forwardToHost(flags.host, renderHold)
     if (remote) return remote.result
-    const [{applyContext, cancelOnSignals}, {holdLease, assertHoldInput}] = await Promise.all([import('../support/apply-context.js'), import('../../apply/lease-hold.js')])
+    const [{applyContext, cancelOnSignals}, {holdLease, assertHoldInput}] = await Promise.all([
+      import('../support/apply-context.js'),
+      import('../../apply/lease-hold.js'),
+    ])
     // Flags are checked before the GPU is contacted; the values against the GPU's ranges once it is read.
     const clockMHz = flags['clock-mhz'] ?? null
-    const powerLimitW = flags['power-limit-w'] ?? null
+    const powerLimitW = flags['power-limit-w'] === undefined ? null : parseWatts(flags['power-limit-w'])
     assertHoldInput(flags.holder, {clockMHz, powerLimitW})
     const catalog = await currentCatalog()
     const ctx = await applyContext({mutates: true})
     const quiet = this.jsonEnabled()
     const say = (message: string) => (quiet ? undefined : this.logToStderr(message))
+    // No spinner: prologs and DaemonSets log stderr line by line, and a hold takes a few nvidia-smi calls.
     const cancel = cancelOnSignals(say)
-    if (!quiet) ux.action.start(`Holding GPU ${flags['host-gpu']} for ${flags.holder}`)
     try {
       const result = await holdLease(
-        {hostGpu: flags['host-gpu'], holder: flags.holder, clockMHz, powerLimitW, owner: ctx.owner, isRoot: ctx.isRoot, pid: process.pid, hostname: ctx.hostname},
+        {
+          hostGpu: flags['host-gpu'],
+          holder: flags.holder,
+          clockMHz,
+          powerLimitW,
+          owner: ctx.owner,
+          isRoot: ctx.isRoot,
+          pid: process.pid,
+          hostname: ctx.hostname,
+        },
         {...ctx.deps, catalog, cancel, onProgress: say},
       )
-      if (!quiet) {
-        ux.action.stop('done')
-        this.log(renderHold(result))
-      }
+      if (!quiet) this.log(renderHold(result))
       return result
-    } catch (error) {
-      if (!quiet) ux.action.stop('failed')
-      throw error
     } finally {
       cancel.dispose()
     }
@@ -64,8 +68,8 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
 
 function parseWatts(input: string): number {
   const watts = Number(input)
-  if (!/^\d+(\.\d+)?$/.test(input.trim()) || !(watts > 0)) throw new Error(`expected watts, e.g. 350, not "${input}"`)
-  return watts
+  if (/^\d+(\.\d+)?$/.test(input.trim()) && watts > 0) return watts
+  throw new InputError('BAD_POWER_LIMIT', `--power-limit-w takes watts, e.g. 350, not "${input}"`)
 }
 
 export function renderHold(r: LeaseHoldResult): string {

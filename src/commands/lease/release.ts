@@ -1,4 +1,4 @@
-import {Flags, ux} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import type {LeaseState, ReleaseOutcome} from '../../apply/lease-hold.js'
 import {BaseCommand} from '../support/base-command.js'
@@ -28,19 +28,9 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('../support/apply-context.js'), import('../../apply/lease-hold.js')])
     assertHolder(flags.holder)
     const ctx = await applyContext({mutates: true})
-    const quiet = this.jsonEnabled()
-    if (!quiet) ux.action.start(`Releasing GPU ${flags['host-gpu']} for ${flags.holder}`)
-    try {
-      const result = await releaseLease({hostGpu: flags['host-gpu'], holder: flags.holder}, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
-      if (!quiet) {
-        ux.action.stop('done')
-        this.log(renderRelease(result))
-      }
-      return result
-    } catch (error) {
-      if (!quiet) ux.action.stop('failed')
-      throw error
-    }
+    const result = await releaseLease({hostGpu: flags['host-gpu'], holder: flags.holder}, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
+    if (!this.jsonEnabled()) this.log(renderRelease(result))
+    return result
   }
 }
 

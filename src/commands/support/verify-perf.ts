@@ -30,7 +30,8 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
     })
   }
   const located = listSessions(access.stateDir).find((l) => l.session.name === c.session)
-  if (!located || isLeaseSession(located.session)) throw new StateError('UNKNOWN_SESSION', `session ${c.session} is no longer recorded`, {fix: ['see them: gpu-cosplay ps']})
+  if (!located || isLeaseSession(located.session))
+    throw new StateError('UNKNOWN_SESSION', `session ${c.session} is no longer recorded`, {fix: ['see them: gpu-cosplay ps']})
   const expectations = expectationsFromPlan(c.session, located.session.plan)
   const m = output.measurement
   // CPU figures say nothing about the GPU, so no calibration applies to them
