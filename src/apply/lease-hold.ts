@@ -68,7 +68,7 @@ export type HoldOutcome = {
   hostGpu: {index: number; uuid: string}
   clockMHz: number | null
   powerLimitW: number | null
-  /** false: the holder held these values already, nothing changed */
+  /** whether this call changed the GPU (false: joined or adopted values in force, or held them already) */
   changed: boolean
   settings: {setting: Setting; value: SettingValue; action: HoldAction}[]
   /** every GPU-wide lease on the GPU afterwards */
@@ -117,7 +117,7 @@ async function holdLocked(request: HoldRequest, deps: HoldDeps, open: OpenBook):
       })
     }
     const settings = requestedSettings(request).map(([setting, value]) => ({setting, value, action: 'held' as const}))
-    return {...base, changed: false, settings, leases: leaseStates(book), notes: [...open.notes]}
+    return {...base, changed: false, settings, leases: leaseStates(book), notes: notesOf(open)}
   }
   assertNoConflict(book, request, open.live.index)
 
@@ -157,14 +157,16 @@ async function holdLocked(request: HoldRequest, deps: HoldDeps, open: OpenBook):
     throw error
   }
 
-  const notes = [...open.notes, ...ctx.notes]
+  const notes = [...notesOf(open), ...ctx.notes]
   const settings: HoldOutcome['settings'] = []
   for (const [setting, value] of requestedSettings(request)) {
     const entry = session.journal.find((e) => e.kind === STEP_OF[setting] && e.state === 'done')
     if (!entry) notes.push(`GPU ${open.live.index} does not report its ${setting}, so it was not held`)
     else settings.push({setting, value, action: ACTION_OF[entry.prior.mode as string] ?? 'set'})
   }
-  return {...base, changed: settings.some((s) => s.action === 'set'), settings, leases: leaseStates(book), notes}
+  // persistence counts too: -pm 1 changed the GPU even when the clock and power were joined
+  const changed = session.journal.some((e) => e.state === 'done' && e.prior.mode === 'change')
+  return {...base, changed, settings, leases: leaseStates(book), notes}
 }
 
 /** Drops the holder's hold; the last holder of a setting (lease or `up` session) restores the value found before. Idempotent. */
@@ -179,13 +181,11 @@ export async function releaseLease(request: {hostGpu: number; holder: string}, r
       const base = {holder: request.holder, session: name, hostGpu: {index: open.live.index, uuid: gpu.uuid}}
       const session = open.book.sessions[name]
       if (!session) {
-        const rolledBack = open.recovered.includes(name) ? [`the unfinished hold of ${request.holder} was rolled back`] : []
-        const notes = [...open.notes, ...rolledBack]
-        return {...base, released: false, restored: [], leases: leaseStates(open.book), notes}
+        return {...base, released: false, restored: [], leases: leaseStates(open.book), notes: notesOf(open)}
       }
       assertMayEnd(session, requester)
       const closed = await endSessionLocked(session, open, deps)
-      return {...base, released: true, restored: [...closed.restored], leases: leaseStates(open.book), notes: [...closed.notes]}
+      return {...base, released: true, restored: [...closed.restored], leases: leaseStates(open.book), notes: [...rolledBackNotes(open), ...closed.notes]}
     },
     {read: 'settings'},
   )
@@ -263,6 +263,15 @@ function describeValues(values: LeaseValues): string {
   return requestedSettings(values)
     .map(([setting, value]) => showSetting(setting, value))
     .join(' and ')
+}
+
+/** What opening the book found: reboots, sessions of dead processes rolled back first. */
+function notesOf(open: OpenBook): string[] {
+  return [...open.notes, ...rolledBackNotes(open)]
+}
+
+function rolledBackNotes(open: OpenBook): string[] {
+  return open.recovered.map((n) => `rolled back the half-done session ${n} of a process that died`)
 }
 
 function leaseStates(book: GpuBook): LeaseState[] {

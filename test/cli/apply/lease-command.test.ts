@@ -304,21 +304,28 @@ describe('kill -9 during lease hold or release, then recover', () => {
     30_000,
   )
 
-  it.each(['lock-clocks', 'set-power-limit'])(
-    'killed after %s acted and before it was recorded (the engine pause): the next lease command rolls it back first',
-    async (kind) => {
+  it.each([
+    ['lock-clocks', '-lgc', 'recover'],
+    ['set-power-limit', '-pl', 'the next lease command'],
+  ] as const)(
+    'killed after %s (%s) acted and before it was recorded (the engine pause): %s rolls it back',
+    async (kind, flag, by) => {
       const sim = freshHost()
       const env = sim.env()
       const before = gpuState(sim)
       const running = startCli(HOLD_A, {...env, GPU_COSPLAY_TEST_PAUSE_AFTER_STEP: kind})
-      await waitForCall(sim, (c) => c.argv.includes(kind === 'lock-clocks' ? '-lgc' : '-pl'))
+      await waitForCall(sim, (c) => c.argv.includes(flag))
       running.kill('SIGKILL')
       await running.done
       expect(gpuState(sim)).not.toEqual(before)
-      // not `recover`: any command that opens the GPU's book rolls the dead hold back before it acts
-      const other = runJson(release('someone-else'), env)
-      expect(other.exitCode).toBe(0)
-      expect(other.json.released).toBe(false)
+      if (by === 'recover') {
+        expect(runJson(['recover'], env).json.gpus[0].recovered).toEqual(['lease:slurm-job-42'])
+      } else {
+        // any command that opens the GPU's book rolls the dead hold back before it acts
+        const other = runJson(release('someone-else'), env)
+        expect(other.exitCode).toBe(0)
+        expect(other.json.released).toBe(false)
+      }
       expect(gpuState(sim)).toEqual(before)
       expect(runJson(['ps'], env).json).toEqual([])
     },

@@ -3,6 +3,7 @@ import {assertSessionName} from '../../../src/apply/session-names.js'
 import {exportPlan} from '../../../src/export/export-plan.js'
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
+import {forwardedArgv} from '../../../src/remote/remote-command-line.js'
 import {builtinCatalog, hostModel, target} from '../plan/catalog-for-tests.js'
 import {thrown} from '../support/thrown.js'
 
@@ -39,5 +40,19 @@ describe('lease holder names', () => {
 
   it('a lease session can never have the name of an up session', () => {
     expect(thrown(() => assertSessionName(leaseSessionName('slurm-job-1')))).toMatchObject({code: 'BAD_SESSION_NAME'})
+  })
+
+  it('--host forwards a lease command as the box types it: the topic and command as two words', () => {
+    expect(forwardedArgv('lease:hold', ['--host-gpu', '0', '--holder', 'slurm-job-1', '--host', 'box', '--power-limit-w', '350'])).toEqual([
+      'lease',
+      'hold',
+      '--json',
+      '--host-gpu',
+      '0',
+      '--holder',
+      'slurm-job-1',
+      '--power-limit-w',
+      '350',
+    ])
   })
 })
