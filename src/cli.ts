@@ -9,6 +9,8 @@ import Down from './commands/down.js'
 import Exec from './commands/exec.js'
 import Help from './commands/help.js'
 import Info from './commands/info.js'
+import LeaseHold from './commands/lease/hold.js'
+import LeaseRelease from './commands/lease/release.js'
 import Ls from './commands/ls.js'
 import Plan from './commands/plan.js'
 import Ps from './commands/ps.js'
@@ -31,6 +33,8 @@ export const COMMANDS = {
   exec: Exec,
   help: Help,
   info: Info,
+  'lease:hold': LeaseHold,
+  'lease:release': LeaseRelease,
   ls: Ls,
   plan: Plan,
   ps: Ps,

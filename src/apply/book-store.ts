@@ -4,7 +4,7 @@ import path from 'node:path'
 import {isCosplayError} from '../core/errors.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './engine.js'
-import {bookPath, emptyBook, type GpuBook, readBook, type SessionRecord, writeBook} from './gpu-book.js'
+import {type BookSession, bookPath, emptyBook, type GpuBook, readBook, writeBook} from './gpu-book.js'
 import {withGpuLock} from './gpu-lock.js'
 import {forgetIfRebooted} from './reboot.js'
 import {settleUnheldLeases} from './steps/lease-steps.js'
@@ -15,7 +15,7 @@ import type {StepContext} from './steps/step.js'
  * replaced atomically), and opening one for a change with the sequence every mutation needs.
  */
 
-export type SessionLocation = {readonly session: SessionRecord; readonly gpuUuid: string; readonly gpuName: string}
+export type SessionLocation = {readonly session: BookSession; readonly gpuUuid: string; readonly gpuName: string}
 
 export function listBooks(stateDir: string): {file: string; book: GpuBook}[] {
   const dir = path.join(stateDir, 'gpus')
@@ -47,7 +47,7 @@ export type OpenBook = {
   readonly notes: string[]
   /** a damaged book moved aside (only with onCorrupt: 'move-aside') */
   readonly movedAside: string | null
-  contextFor(session: SessionRecord): StepContext
+  contextFor(session: BookSession): StepContext
   refresh(): Promise<HostGpu>
 }
 

@@ -4,7 +4,7 @@ import {StateError} from '../core/errors.js'
 import {DEBUG_NS} from '../core/names.js'
 import type {GpuControl} from '../host/gpu-control.js'
 import type {HostGpu} from '../host/types.js'
-import type {GpuBook, SessionRecord} from './gpu-book.js'
+import type {BookSession, GpuBook} from './gpu-book.js'
 import {type StepRegistry, stepFor} from './steps/registry.js'
 import type {PlannedStep, StepContext} from './steps/step.js'
 
@@ -24,7 +24,7 @@ export type Persist = () => void
 /** What the engine acts through: the GPU, and the steps it knows how to undo. */
 export type EngineDeps = {readonly gpu: GpuControl; readonly steps: StepRegistry}
 
-export function stepContext(gpu: GpuControl, book: GpuBook, session: SessionRecord, live: HostGpu): StepContext {
+export function stepContext(gpu: GpuControl, book: GpuBook, session: BookSession, live: HostGpu): StepContext {
   const ctx: StepContext = {
     gpu,
     book,

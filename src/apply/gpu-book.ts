@@ -60,7 +60,8 @@ const containerRecord = z.strictObject({
 })
 export type ContainerRecord = z.infer<typeof containerRecord>
 
-const session = z.strictObject({
+/** What every session in the book has: who, which process, its phase, what it made, and its journal. */
+const sessionBase = {
   name: z.string(),
   owner: z.strictObject({uid: z.number(), user: z.string()}),
   pid: z.number(),
@@ -68,8 +69,6 @@ const session = z.strictObject({
   createdAt: z.string(),
   /** starting and stopping are transitional: found under the lock, they belong to a process that died */
   phase: z.enum(['starting', 'active', 'stopping']),
-  target: z.strictObject({key: z.string(), name: z.string()}),
-  plan: planSchema,
   mig: z
     .strictObject({
       profile: z.string(),
@@ -81,8 +80,36 @@ const session = z.strictObject({
     .nullable(),
   container: containerRecord.nullable(),
   journal: z.array(journalEntry),
+}
+
+/** An `up` session: a plan applied to the GPU (books written before lease holds existed have no `kind`). */
+const session = z.strictObject({
+  kind: z.literal('up').optional(),
+  ...sessionBase,
+  target: z.strictObject({key: z.string(), name: z.string()}),
+  plan: planSchema,
 })
 export type SessionRecord = z.infer<typeof session>
+
+/**
+ * A `lease hold`: GPU-wide settings held for a named holder (a Kubernetes DaemonSet, a Slurm job), with no
+ * instance and no container (mig and container stay null). Journaled and undone like an `up` session's
+ * GPU-wide steps, so a crash mid-hold is rolled back and the last holder of any kind restores the values.
+ */
+const leaseSession = z.strictObject({
+  kind: z.literal('lease'),
+  ...sessionBase,
+  holder: z.string(),
+  hold: z.strictObject({clockMHz: z.number().nullable(), powerLimitW: z.number().nullable()}),
+})
+export type LeaseSessionRecord = z.infer<typeof leaseSession>
+
+/** Whatever the book holds: an `up` session or a lease hold. */
+export type BookSession = SessionRecord | LeaseSessionRecord
+
+export function isLeaseSession(session: BookSession): session is LeaseSessionRecord {
+  return session.kind === 'lease'
+}
 
 const book = z.strictObject({
   version: z.literal(1),
@@ -90,7 +117,7 @@ const book = z.strictObject({
   /** kernel boot id when last written: a reboot drops MIG instances and resets clocks and power */
   bootId: z.string().nullable(),
   leases: z.partialRecord(z.enum(SETTINGS), lease),
-  sessions: z.record(z.string(), session),
+  sessions: z.record(z.string(), z.discriminatedUnion('kind', [session, leaseSession])),
 })
 export type GpuBook = z.infer<typeof book>
 

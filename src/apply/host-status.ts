@@ -1,12 +1,17 @@
 import type {HostProbe} from '../host/types.js'
-import type {Lease, Setting} from './gpu-book.js'
+import {isLeaseSession, type Lease, type Setting} from './gpu-book.js'
 import {listBooks} from './book-store.js'
 
 export type SessionSummary = {
   name: string
+  /** up: a plan applied (slice, container...); lease: GPU-wide settings held by `gpu-cosplay lease hold` */
+  kind: 'up' | 'lease'
   owner: string
   ownerUid: number
-  target: string
+  /** the target's key; null for a lease hold */
+  target: string | null
+  /** what a lease hold holds; null for an up session */
+  lease: {holder: string; clockMHz: number | null; powerLimitW: number | null} | null
   phase: string
   createdAt: string
   gpuUuid: string
@@ -39,9 +44,11 @@ export function hostStatus(probe: HostProbe | null, stateDir: string, sharedStat
       const gi = s.mig?.gpuInstanceId ?? null
       return {
         name: s.name,
+        kind: isLeaseSession(s) ? ('lease' as const) : ('up' as const),
         owner: s.owner.user,
         ownerUid: s.owner.uid,
-        target: s.target.key,
+        target: isLeaseSession(s) ? null : s.target.key,
+        lease: isLeaseSession(s) ? {holder: s.holder, ...s.hold} : null,
         phase: s.phase,
         createdAt: s.createdAt,
         gpuUuid: book.gpu.uuid,

@@ -1,6 +1,7 @@
 import {InputError, StateError} from '../core/errors.js'
 import {type BookStoreDeps, listSessions, type OpenBook, type SessionLocation, withBook} from './book-store.js'
 import {unwindSession} from './engine.js'
+import {type BookSession, isLeaseSession} from './gpu-book.js'
 import {releaseName} from './session-names.js'
 
 export type Requester = {readonly uid: number; readonly isRoot: boolean}
@@ -8,7 +9,8 @@ export type Requester = {readonly uid: number; readonly isRoot: boolean}
 export type ClosedSession = {
   readonly name: string
   readonly gpuUuid: string
-  readonly target: string
+  /** the target's key; null for a lease hold */
+  readonly target: string | null
   /** GPU-wide settings this session was the last to hold, now put back */
   readonly restored: readonly string[]
   readonly notes: readonly string[]
@@ -17,22 +19,17 @@ export type ClosedSession = {
 /**
  * Ends sessions: container first, then the compute and GPU instance by their IDs, then the GPU-wide
  * leases (the last holder restores the recorded values). Names are all checked before anything changes;
- * a name given twice is ended once. The GPU is read with `-q` alone: undoing needs its index and settings, and
+ * a name given twice is ended once. A lease hold's name (lease:HOLDER) ends that holder's holds on every GPU. The GPU is read with `-q` alone: undoing needs its index and settings, and
  * the steps that look for instances list them themselves.
  */
 export async function tearDown(names: readonly string[], requester: Requester, deps: BookStoreDeps): Promise<ClosedSession[]> {
   const all = listSessions(deps.stateDir)
-  const chosen = [...new Set(names)].map((name) => {
-    const found = all.find((l) => l.session.name === name)
-    if (!found) {
+  const chosen = [...new Set(names)].flatMap((name) => {
+    const found = all.filter((l) => l.session.name === name)
+    if (found.length === 0) {
       throw new InputError('UNKNOWN_SESSION', `no session named "${name}"`, {fix: ['see them: gpu-cosplay ps']})
     }
-    if (found.session.owner.uid !== requester.uid && !requester.isRoot) {
-      throw new StateError('NOT_OWNER', `session "${name}" belongs to ${found.session.owner.user} (uid ${found.session.owner.uid})`, {
-        exit: 4,
-        fix: ['ask them to end it, or run as root'],
-      })
-    }
+    for (const {session} of found) assertMayEnd(session, requester)
     return found
   })
 
@@ -44,15 +41,33 @@ export async function tearDown(names: readonly string[], requester: Requester, d
   return closed
 }
 
+export function assertMayEnd(session: BookSession, requester: Requester): void {
+  if (session.owner.uid === requester.uid || requester.isRoot) return
+  throw new StateError('NOT_OWNER', `session "${session.name}" belongs to ${session.owner.user} (uid ${session.owner.uid})`, {
+    exit: 4,
+    fix: ['ask them to end it, or run as root'],
+  })
+}
+
 async function tearDownLocked(location: SessionLocation, open: OpenBook, deps: BookStoreDeps): Promise<ClosedSession> {
-  const {book, persist} = open
+  const {book} = open
   const name = location.session.name
   const session = book.sessions[name]
   if (!session) {
     // Lost to a reboot (its instances are gone with it), or ended by another process meanwhile.
-    if (open.recovered.includes(name)) return {name, gpuUuid: book.gpu.uuid, target: location.session.target.key, restored: [], notes: open.notes}
+    if (open.recovered.includes(name)) return {name, gpuUuid: book.gpu.uuid, target: targetOf(location.session), restored: [], notes: open.notes}
     throw new InputError('UNKNOWN_SESSION', `no session named "${name}" (ended meanwhile?)`, {fix: ['see them: gpu-cosplay ps']})
   }
+  return endSessionLocked(session, open, deps)
+}
+
+/**
+ * Ends one session of an open book (an `up` session or a lease hold): marks it stopping, so that a crash from
+ * here on is finished by the next command, undoes its journal newest-first, and drops it.
+ */
+export async function endSessionLocked(session: BookSession, open: OpenBook, deps: BookStoreDeps): Promise<ClosedSession> {
+  const {book, persist} = open
+  const name = session.name
   session.phase = 'stopping'
   persist()
   const heldBefore = Object.entries(book.leases)
@@ -63,5 +78,9 @@ async function tearDownLocked(location: SessionLocation, open: OpenBook, deps: B
   delete book.sessions[name]
   persist()
   const restored = heldBefore.filter((k) => !(k in book.leases))
-  return {name, gpuUuid: book.gpu.uuid, target: session.target.key, restored, notes: [...open.notes, ...ctx.notes]}
+  return {name, gpuUuid: book.gpu.uuid, target: targetOf(session), restored, notes: [...open.notes, ...ctx.notes]}
+}
+
+function targetOf(session: BookSession): string | null {
+  return isLeaseSession(session) ? null : session.target.key
 }

@@ -11,7 +11,7 @@ export default class Down extends BaseCommand {
   static summary = 'End sessions and put the GPU back as it was found'
   static description = `Removes the session's container, destroys exactly its compute and GPU instance (by ID, never others'), and leaves its leases of the GPU-wide settings; the last session on a GPU restores the values that were in force before the first one started (and turns MIG mode off again if gpu-cosplay turned it on and no instance remains).
 
-Only the owner (or root) can end a session. A name given twice is ended once.`
+A GPU-wide lease hold (\`lease:HOLDER\` in \`ps\`) ends like \`lease release\`; \`--all\` ends your holds too. Only the owner (or root) can end a session. A name given twice is ended once.`
   static examples = ['<%= config.bin %> down alice-rtx_3090', '<%= config.bin %> down a b c', '<%= config.bin %> down --all']
   static strict = false
   static args = {name: Args.string({description: 'session name(s); see gpu-cosplay ps'})}
@@ -55,7 +55,7 @@ export function renderDown(closed: readonly ClosedSession[]): string {
   if (closed.length === 0) return 'No session to end.'
   return closed
     .flatMap((c) => [
-      `Ended ${c.name} (${c.target})${c.restored.length > 0 ? `; restored ${c.restored.join(', ')} as found before` : ''}`,
+      `Ended ${c.name} (${c.target ?? 'lease hold'})${c.restored.length > 0 ? `; restored ${c.restored.join(', ')} as found before` : ''}`,
       ...c.notes.map((n) => `  note: ${n}`),
     ])
     .join('\n')

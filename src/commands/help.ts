@@ -14,7 +14,9 @@ export default class Help extends BaseCommand {
     const {argv} = await this.parse(Help)
     const words = argv as string[]
     const [id] = words
-    if (id !== undefined && !this.config.findCommand(id)) {
+    // `help lease hold` and `help lease:hold` name a command of a topic; `help lease` the topic itself
+    const known = (n: number) => this.config.findCommand(words.slice(0, n).join(':')) || this.config.findTopic(words.slice(0, n).join(':'))
+    if (id !== undefined && !(known(words.length) || known(1))) {
       throw unknownCommand(
         id,
         this.config.commands.filter((c) => !c.hidden).map((c) => c.id),

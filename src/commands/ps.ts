@@ -31,9 +31,9 @@ export function renderPs(sessions: readonly (SessionView & {host?: string})[]): 
   const rows = sessions.map((s) => [
     s.name,
     s.owner,
-    s.target,
+    s.lease ? `lease: ${describeHold(s.lease)}` : (s.target ?? '-'),
     s.gpuIndex === null ? '?' : String(s.gpuIndex),
-    s.mig ? `${s.mig.profile} GI ${s.mig.gpuInstanceId}` : 'whole GPU',
+    s.mig ? `${s.mig.profile} GI ${s.mig.gpuInstanceId}` : s.lease ? '-' : 'whole GPU',
     stateOf(s),
     s.container ? `${s.container.name} (${s.containerState ?? 'unknown'})` : '-',
   ])
@@ -47,6 +47,12 @@ export function renderPs(sessions: readonly (SessionView & {host?: string})[]): 
     : formatTable(headers, rows)
   if (crashed.length === 0) return table
   return `${table}\n\n${crashed.join(', ')} crashed: run gpu-cosplay recover to clean up`
+}
+
+/** What a lease hold holds, e.g. "clock 1395 MHz, power 300 W". */
+export function describeHold(hold: {clockMHz: number | null; powerLimitW: number | null}): string {
+  const parts = [...(hold.clockMHz === null ? [] : [`clock ${hold.clockMHz} MHz`]), ...(hold.powerLimitW === null ? [] : [`power ${hold.powerLimitW} W`])]
+  return parts.join(', ')
 }
 
 function stateOf(s: SessionView): string {

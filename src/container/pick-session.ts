@@ -3,13 +3,20 @@
  * caller's only one. Reads the books without the lock (they are replaced atomically).
  */
 import {listSessions} from '../apply/book-store.js'
-import type {SessionRecord} from '../apply/gpu-book.js'
+import {isLeaseSession, type SessionRecord} from '../apply/gpu-book.js'
 import {InputError, StateError} from '../core/errors.js'
 
 export function pickSession(stateDir: string, name: string | undefined, requester: {uid: number; isRoot: boolean}): SessionRecord {
-  const all = listSessions(stateDir).map((l) => l.session)
+  const every = listSessions(stateDir).map((l) => l.session)
+  // A lease hold has no container to reach: these commands never mean one.
+  const all = every.filter((s): s is SessionRecord => !isLeaseSession(s))
   if (name !== undefined) {
     const found = all.find((s) => s.name === name)
+    if (!found && every.some((s) => s.name === name)) {
+      throw new InputError('LEASE_HAS_NO_CONTAINER', `"${name}" is a GPU-wide lease hold (gpu-cosplay lease hold), with no container to reach`, {
+        fix: ['see the sessions that have one: gpu-cosplay ps'],
+      })
+    }
     if (!found) throw new InputError('UNKNOWN_SESSION', `no session named "${name}"`, {fix: ['see them: gpu-cosplay ps']})
     if (found.owner.uid !== requester.uid && !requester.isRoot) {
       throw new StateError('NOT_OWNER', `session "${name}" belongs to ${found.owner.user} (uid ${found.owner.uid})`, {exit: 4})

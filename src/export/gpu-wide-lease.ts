@@ -18,11 +18,12 @@ export function gpuWideSettings(plan: Plan, model: HostModel): GpuWideSettings |
 }
 
 /**
- * `gpu-cosplay lease hold|release`: GPU-wide leases without instances. The command itself comes later; the
- * contract these exports rely on: `hold` takes (or joins) the lease for HOLDER, applies the settings when it
+ * `gpu-cosplay lease hold|release` (commands/lease/, apply/lease-hold.ts): GPU-wide leases without instances.
+ * The contract these exports rely on: `hold` takes (or joins) the lease for HOLDER, applies the settings when it
  * is the first holder, and returns; `release` drops HOLDER's lease and restores the values read before the
- * first hold once no holder is left; both are idempotent. Renderers append `--holder NAME` (a Slurm job id
- * is only known to the shell that runs the prolog).
+ * first hold once no holder (lease or `up` session) is left; both are idempotent. Renderers append
+ * `--holder NAME` (a Slurm job id is only known to the shell that runs the prolog); the command accepts
+ * [A-Za-z0-9][A-Za-z0-9_.-]{0,79}, which covers k8s-<DaemonSet name> (at most 67) and slurm-job-<id>.
  */
 export function leaseHoldArgv(hostGpu: number, settings: GpuWideSettings): string[] {
   return [

@@ -30,8 +30,7 @@ export function planHostFromProbe(gpu: HostGpu, model: HostModel, options: {mpsA
     name: gpu.name,
     index: gpu.index,
     model,
-    clockRangeMHz: {min: model.clockMinMHz, max: gpu.clocks.maxGraphicsMHz ?? model.clockMaxMHz},
-    powerRangeW: {min: gpu.power.minW ?? model.powerMinW, max: gpu.power.maxW ?? model.powerMaxW},
+    ...settingRangesOf(gpu, model),
   }
   const unavailable = (reason: string, blocker: MigBlocker | null): PlanHost => ({
     ...base,
@@ -58,6 +57,14 @@ export function planHostFromProbe(gpu: HostGpu, model: HostModel, options: {mpsA
     return unavailable(`MIG mode is off and ${gpu.processes.length} process(es) use the GPU (pid ${pids}), so it cannot be turned on`, 'busy')
   }
   return {...planHostFromModel(model), ...base, migEnabled: false}
+}
+
+/** The clock and power-limit ranges a probed GPU accepts: what it reports, else what its model says. */
+export function settingRangesOf(gpu: HostGpu, model: HostModel): Pick<PlanHost, 'clockRangeMHz' | 'powerRangeW'> {
+  return {
+    clockRangeMHz: {min: model.clockMinMHz, max: gpu.clocks.maxGraphicsMHz ?? model.clockMaxMHz},
+    powerRangeW: {min: gpu.power.minW ?? model.powerMinW, max: gpu.power.maxW ?? model.powerMaxW},
+  }
 }
 
 function liveProfiles(gpu: HostGpu, model: HostModel): ProfileOption[] {

@@ -55,6 +55,8 @@ function jsonShapes(): Record<string, string[]> {
     'plan --on': keyPaths(runJson(['plan', '3090', '--on', 'h200'], env).json),
     'plan --host-gpu': keyPaths(runJson(['plan', '3090', '--host-gpu', '0'], env).json),
     doctor: keyPaths(runJson(['doctor'], env).json),
+    'lease hold': keyPaths(runJson(['lease', 'hold', '--host-gpu', '1', '--clock-mhz', '1395', '--holder', 'snapshot'], env).json),
+    'lease release': keyPaths(runJson(['lease', 'release', '--host-gpu', '1', '--holder', 'snapshot'], env).json),
     error: keyPaths(runJson(['info', 'voodoo5'], env).json),
   }
 }

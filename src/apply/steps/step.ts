@@ -1,7 +1,7 @@
 import type {StepKind} from '../../core/names.js'
 import type {GpuControl} from '../../host/gpu-control.js'
 import type {HostGpu} from '../../host/types.js'
-import type {GpuBook, JournalEntry, SessionRecord} from '../gpu-book.js'
+import type {BookSession, GpuBook, JournalEntry} from '../gpu-book.js'
 
 export type Json = Record<string, unknown>
 
@@ -9,7 +9,7 @@ export type Json = Record<string, unknown>
 export type StepContext = {
   readonly gpu: GpuControl
   readonly book: GpuBook
-  readonly session: SessionRecord
+  readonly session: BookSession
   /** the GPU as last probed; refresh() re-reads it */
   live: HostGpu
   refresh(): Promise<HostGpu>

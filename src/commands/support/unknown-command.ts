@@ -7,9 +7,11 @@ import {InputError} from '../../core/errors.js'
  * the command_not_found hook and by `help <name>`, so both read the same.
  */
 export function unknownCommand(id: string, commandIds: readonly string[], bin: string): InputError {
+  // oclif ids join a topic and its command with ":"; users type a space (topicSeparator)
+  const typed = (commandId: string) => commandId.replaceAll(':', ' ')
   const suggestion = closestCommand(id, commandIds)
-  const fix = suggestion === null ? [`list the commands: ${bin} help`] : [`did you mean ${bin} ${suggestion}?`, `list the commands: ${bin} help`]
-  return new InputError('UNKNOWN_COMMAND', `unknown command "${id}"`, {fix})
+  const fix = suggestion === null ? [`list the commands: ${bin} help`] : [`did you mean ${bin} ${typed(suggestion)}?`, `list the commands: ${bin} help`]
+  return new InputError('UNKNOWN_COMMAND', `unknown command "${typed(id)}"`, {fix})
 }
 
 /** The nearest command by edit distance, or null when even the nearest is too far to be a typo. */

@@ -3,6 +3,7 @@
  * session's plan (from the GPU book), this GPU model's calibration and the target's catalog entry.
  */
 import {listSessions} from '../../apply/book-store.js'
+import {isLeaseSession} from '../../apply/gpu-book.js'
 import {ContainerError, StateError} from '../../core/errors.js'
 import {readCalibration} from '../../host/calibration-file.js'
 import {parsePerfOutput} from '../../host/perf-measurement.js'
@@ -29,7 +30,8 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
     })
   }
   const located = listSessions(access.stateDir).find((l) => l.session.name === c.session)
-  if (!located) throw new StateError('UNKNOWN_SESSION', `session ${c.session} is no longer recorded`, {fix: ['see them: gpu-cosplay ps']})
+  if (!located || isLeaseSession(located.session))
+    throw new StateError('UNKNOWN_SESSION', `session ${c.session} is no longer recorded`, {fix: ['see them: gpu-cosplay ps']})
   const expectations = expectationsFromPlan(c.session, located.session.plan)
   const m = output.measurement
   // CPU figures say nothing about the GPU, so no calibration applies to them

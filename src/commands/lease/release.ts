@@ -1,0 +1,48 @@
+import {Flags} from '@oclif/core'
+
+import type {LeaseState, ReleaseOutcome} from '../../apply/lease-hold.js'
+import {BaseCommand} from '../support/base-command.js'
+import {hostFlag} from '../support/host-flag.js'
+
+export type LeaseReleaseResult = ReleaseOutcome
+
+export default class LeaseRelease extends BaseCommand {
+  static summary = "Drop a holder's GPU-wide lease; the last holder restores the values found before the first"
+  static description = `Ends what \`lease hold\` took for HOLDER on that GPU. A setting somebody else still holds (another holder, or an \`up\` session) stays as it is; one nobody holds any more goes back to the value read before the first holder changed it (the power limit as found; the clock unlocked).
+
+Releasing a holder that holds nothing says so and exits 0, so an Epilog or a preStop hook can always call it.`
+  static examples = [
+    '<%= config.bin %> lease release --host-gpu 0 --holder slurm-job-42',
+    '<%= config.bin %> lease release --host-gpu 0 --holder k8s-gpu-cosplay-lease-3090 --json',
+  ]
+  static flags = {
+    'host-gpu': Flags.integer({description: 'index of the host GPU', min: 0, default: 0}),
+    holder: Flags.string({description: 'the name lease hold was given', required: true}),
+    ...hostFlag,
+  }
+
+  async run(): Promise<LeaseReleaseResult> {
+    const {flags} = await this.parse(LeaseRelease)
+    const remote = await this.forwardToHost(flags.host, renderRelease)
+    if (remote) return remote.result
+    const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('../support/apply-context.js'), import('../../apply/lease-hold.js')])
+    assertHolder(flags.holder)
+    const ctx = await applyContext({mutates: true})
+    const result = await releaseLease({hostGpu: flags['host-gpu'], holder: flags.holder}, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
+    if (!this.jsonEnabled()) this.log(renderRelease(result))
+    return result
+  }
+}
+
+export function renderRelease(r: LeaseReleaseResult): string {
+  const head = !r.released
+    ? `${r.holder} held nothing on GPU ${r.hostGpu.index}`
+    : `${r.holder} released GPU ${r.hostGpu.index}${r.restored.length > 0 ? `; restored ${r.restored.join(', ')} as found before` : ''}`
+  return [head, ...renderLeases(r.leases), ...r.notes.map((n) => `  note: ${n}`)].join('\n')
+}
+
+/** The GPU's leases after the change: what is held, by whom, and what the last holder restores. */
+export function renderLeases(leases: readonly LeaseState[]): string[] {
+  const show = (v: unknown) => (v === null ? 'unlocked' : String(v))
+  return leases.map((l) => `  ${l.setting}: ${show(l.value)} held by ${l.holders.join(', ')} (restores ${show(l.original)})`)
+}
