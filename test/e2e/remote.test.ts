@@ -11,6 +11,7 @@ import {join} from 'node:path'
 
 import {jest} from '@jest/globals'
 
+import {planScore} from '../../src/plan/placement.js'
 import {observedGpus} from '../cli/support/run-cli-async.js'
 import {BOX_IMAGE, BOX_LABEL as LABEL, buildBoxImage, clientHome, waitForSshd} from './remote-box.js'
 import {BIN, docker, waitFor} from './support.js'
@@ -208,5 +209,66 @@ describe('with this build pushed by remote install', () => {
     expect(boxGpu()).toEqual(before)
     expect(clientJson(['ps', '--host', url]).json).toEqual([])
     boxSmi("--sim-set faults='[]'")
+  })
+})
+
+describe('up on several boxes: the closest plan wins', () => {
+  let box2: string
+  let url2: string
+  let closed: string
+  const onBox2 = (script: string) => docker(['exec', box2, 'sh', '-c', script])
+  const box2Gpu = () => observedGpus(JSON.parse(onBox2('GPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json /opt/sim/nvidia-smi --sim-dump')))
+
+  beforeAll(async () => {
+    // a second box with another GPU (an H100), and an address where nothing listens
+    box2 = docker(['run', '-d', '--label', LABEL, '-p', '127.0.0.1::22', BOX_IMAGE]).trim()
+    onBox2(
+      'export GPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json; /opt/sim/nvidia-smi --sim-init --model h100-sxm --gpus 1 && /opt/sim/nvidia-smi --sim-set require_root=true && chmod 0666 /var/lib/sim/*',
+    )
+    const port2 = Number(/:(\d+)\s*$/m.exec(docker(['port', box2, '22/tcp']).split('\n')[0])![1])
+    url2 = `ssh://tester@127.0.0.1:${port2}`
+    await waitForSshd(port2)
+    const key2 = onBox2('cat /etc/ssh/ssh_host_ed25519_key.pub').trim().split(/\s+/).slice(0, 2).join(' ')
+    writeFileSync(join(home, '.ssh', 'known_hosts'), `[127.0.0.1]:${port2} ${key2}\n`, {flag: 'a'})
+    const installed = clientJson(['remote', 'install', '--host', url2])
+    if (installed.exitCode !== 0) throw new Error(`remote install on the second box failed: ${installed.stdout}${installed.stderr}`)
+    const server = (await import('node:net')).createServer()
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    closed = `ssh://tester@127.0.0.1:${(server.address() as {port: number}).port}`
+    await new Promise((resolve) => server.close(resolve))
+  }, 300_000)
+
+  afterAll(() => {
+    if (box2) docker(['rm', '-f', box2])
+  })
+
+  it('plans on each box, comes up on the one whose plan scores best, skips the unreachable one, changes nothing elsewhere', () => {
+    const score = (host: string) => planScore(clientJson(['plan', '3090', '--host', host]).json)
+    const expected = score(url2) <= score(url) ? url2 : url
+    const other = expected === url ? url2 : url
+    const before = {[url]: boxGpu(), [url2]: box2Gpu()}
+    const gpuOf = (host: string) => (host === url ? boxGpu() : box2Gpu())
+
+    const up = clientJson(['up', '3090', '--no-container', '--name', 'placed', '--host', `${url2},${closed},${url}`])
+    expect(up.exitCode).toBe(0)
+    expect(up.json.placement.host).toBe(expected)
+    expect(up.json.placement.candidates.map((c: any) => [c.host, c.refused?.code ?? null])).toEqual([
+      [expected, null],
+      [other, null],
+      [closed, 'REMOTE_UNREACHABLE'],
+    ])
+    expect(gpuOf(other)).toEqual(before[other])
+    expect(gpuOf(expected)).not.toEqual(before[expected])
+    expect(clientJson(['ps', '--host', expected]).json.map((s: any) => s.name)).toEqual(['placed'])
+
+    expect(clientJson(['down', 'placed', '--host', expected]).exitCode).toBe(0)
+    expect(gpuOf(expected)).toEqual(before[expected])
+  })
+
+  it('says so in one error (NO_HOST_FITS, exit 3) when no box can take it, and nothing changes', () => {
+    const before = [boxGpu(), box2Gpu()]
+    const r = clientJson(['up', '3090', '--no-container', '--host', `${closed},${closed.replace('tester@', 'nobody@')}`])
+    expect([r.json.error.code, r.exitCode]).toEqual(['NO_HOST_FITS', 3])
+    expect([boxGpu(), box2Gpu()]).toEqual(before)
   })
 })
