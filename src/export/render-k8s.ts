@@ -102,8 +102,9 @@ function leaseDaemonSet(input: ExportInput, settings: NonNullable<ReturnType<typ
   const hostGpu = hostGpuOf(input)
   const script = [
     'set -e',
-    shellLine([...leaseHoldArgv(hostGpu, settings), ...holder]),
+    // the trap first: a SIGTERM that comes while the hold runs is then taken once it returns, and released
     `trap '${shellLine([...leaseReleaseArgv(hostGpu), ...holder])}; exit 0' TERM INT`,
+    shellLine([...leaseHoldArgv(hostGpu, settings), ...holder]),
     'while :; do sleep 3600 & wait $!; done',
     '',
   ].join('\n')

@@ -99,6 +99,8 @@ describe('plan 3090 --on h200, exported', () => {
       const script: string = container.command[2]
       expect(script).toContain(`gpu-cosplay lease hold --host-gpu 0 --power-limit-w ${plan.powerLimitW}`)
       expect(script).toMatch(/trap '.*gpu-cosplay lease release --host-gpu 0 .*' TERM/)
+      // set before the hold runs: a SIGTERM during the hold is taken after it, so nothing stays held
+      expect(script.indexOf('trap ')).toBeLessThan(script.indexOf('lease hold'))
       expect(spawnSync('sh', ['-n', '-c', script]).status).toBe(0)
     })
 
