@@ -1,5 +1,5 @@
 // Bundles src/cli.ts into dist/ with esbuild. One bundle loads far faster than hundreds of small modules
-// (start-up is most of what `ls` and `plan --on` cost). Docker/ssh/execa stay external and load lazily.
+// (start-up is most of what `ls` and `plan --on` cost). Docker and ssh stay external and load lazily.
 import {build} from 'esbuild'
 import {rmSync, writeFileSync} from 'node:fs'
 
@@ -15,7 +15,7 @@ const common = {
   sourcemap: 'linked',
   minify: true,
   keepNames: true,
-  external: ['typescript', 'dockerode', 'ssh2', 'cpu-features', 'execa', 'proper-lockfile'],
+  external: ['typescript', 'dockerode', 'ssh2', 'cpu-features', 'proper-lockfile'],
   // oclif and its CommonJS dependencies call require(); give the ESM bundle one.
   banner: {js: "import {createRequire as __cr} from 'node:module'; const require = __cr(import.meta.url);"},
   logLevel: 'warning',

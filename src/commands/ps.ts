@@ -19,7 +19,7 @@ export default class Ps extends BaseCommand {
     const remote = await this.forwardToHost<PsResult>(flags.host, renderPs, (perHost) => perHost.flatMap(({host, result}) => result.map((s) => ({host, ...s}))))
     if (remote) return remote.result
     const {readHostStatus} = await import('./support/read-host-status.js')
-    const {sessions} = await readHostStatus()
+    const {sessions} = await readHostStatus({orphans: false})
     if (!this.jsonEnabled()) this.log(renderPs(sessions))
     return sessions
   }

@@ -1,33 +1,45 @@
 import type {ExecOptions, ExecResult, Executor} from './executor.js'
 
-/** Runs processes on this machine with execa, loaded on first use so read-only commands start fast. */
+/**
+ * Runs processes on this machine with nano-spawn (loaded on first use). Not execa: its import alone costs
+ * ~100 ms of every GPU command's start-up, for features (verbose logging, pipes, transforms) this tool never uses.
+ */
 export class LocalExecutor implements Executor {
   async run(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-    const {execa} = await import('execa')
+    const {default: spawn, SubprocessError} = await import('nano-spawn')
     const [file, ...args] = argv
-    const result = await execa(file, args, {
-      reject: false,
-      timeout: options.timeoutMs,
-      env: options.env,
-      input: options.input,
-      ...(options.uid !== undefined ? {uid: options.uid} : {}),
-      ...(options.gid !== undefined ? {gid: options.gid} : {}),
-      stripFinalNewline: false,
-      // A missing binary must surface as an error, not as exit code 127 from a shell.
-      shell: false,
-      // Its own process group: a terminal's Ctrl-C reaches only us, so the step in flight can finish
-      // (a GPU change cut off half-way is worse than one that completes and is then undone).
-      detached: true,
-    })
-    if (result.failed && result.exitCode === undefined && !result.timedOut) {
-      // execa 9's result type omits `cause`, which it sets when the process could not be spawned (ENOENT, EACCES).
-      throw (result as unknown as {cause?: Error}).cause ?? new Error(result.message)
-    }
-    return {
-      exitCode: result.exitCode ?? (result.timedOut ? 124 : 1),
-      stdout: String(result.stdout ?? ''),
-      stderr: String(result.stderr ?? ''),
-      timedOut: Boolean(result.timedOut),
+    // Our own timer, not spawn's `timeout`: Node arms that one until the child exits, and a child that could not
+    // be started never exits, so the timer alone would keep this process alive for the whole timeout.
+    const abort = new AbortController()
+    let timedOut = false
+    const timer =
+      options.timeoutMs === undefined
+        ? null
+        : setTimeout(() => {
+            timedOut = true
+            abort.abort()
+          }, options.timeoutMs)
+    try {
+      const result = await spawn(file, args, {
+        signal: abort.signal,
+        env: options.env,
+        ...(options.input !== undefined ? {stdin: {string: options.input}} : {}),
+        ...(options.uid !== undefined ? {uid: options.uid} : {}),
+        ...(options.gid !== undefined ? {gid: options.gid} : {}),
+        // Its own process group: a terminal's Ctrl-C reaches only us, so the step in flight can finish
+        // (a GPU change cut off half-way is worse than one that completes and is then undone).
+        detached: true,
+      })
+      return {exitCode: 0, stdout: result.stdout, stderr: result.stderr, timedOut: false}
+    } catch (error) {
+      if (!(error instanceof SubprocessError)) throw error
+      const failed = error as InstanceType<typeof SubprocessError> & {exitCode?: number; signalName?: string}
+      if (timedOut) return {exitCode: 124, stdout: failed.stdout, stderr: failed.stderr, timedOut: true}
+      // could not be started at all (ENOENT, EACCES): an error, as a missing program must not look like exit 127
+      if (failed.exitCode === undefined && failed.signalName === undefined) throw (failed.cause as Error | undefined) ?? failed
+      return {exitCode: failed.exitCode ?? 1, stdout: failed.stdout, stderr: failed.stderr, timedOut: false}
+    } finally {
+      if (timer) clearTimeout(timer)
     }
   }
 }

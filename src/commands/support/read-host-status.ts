@@ -3,12 +3,14 @@ import {homedir, hostname} from 'node:os'
 import {hostStatus, type HostStatus, type SessionSummary} from '../../apply/host-status.js'
 import {resolveStateDir} from '../../apply/state-dir.js'
 import {listBooks} from '../../apply/book-store.js'
-import type {ContainerState} from '../../container/container-states.js'
+import type {ContainerState, ContainerStates} from '../../container/container-states.js'
 import {isCosplayError} from '../../core/errors.js'
 import {probeHost} from '../../host/probe.js'
 import {describeFailure, escapeFailure, type Failure} from './base-command.js'
 import {localSmi} from './context.js'
 import {isProcessGone} from '../../core/process-gone.js'
+
+const NO_CONTAINERS: ContainerStates = {reachable: true, bySession: {}}
 
 export type SessionView = SessionSummary & {
   /** Docker's state of the session's container (running, exited...), 'missing' when recorded but gone, null without one */
@@ -33,17 +35,21 @@ export type HostView = Omit<HostStatus, 'sessions'> & {
   }
 }
 
-/** Books, one probe and one Docker listing. Without nvidia-smi or Docker the records are still shown. */
-export async function readHostStatus(): Promise<HostView> {
+/**
+ * Books, one probe and one Docker listing. Without nvidia-smi or Docker the records are still shown. Without
+ * `orphans` (ps) Docker is asked only when a session has a container: loading its client costs ~150 ms.
+ */
+export async function readHostStatus(options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
   const stateDir = resolveStateDir(process.env, homedir())
   let probeFailure: Failure | undefined
+  const askDocker = options.orphans || listBooks(stateDir.dir).some(({book}) => Object.values(book.sessions).some((s) => s.container))
   const [probe, containers] = await Promise.all([
     probeHost(localSmi()).catch((error: unknown) => {
       if (!isCosplayError(error)) throw error
       probeFailure = escapeFailure(describeFailure(error))
       return null
     }),
-    import('../../container/container-states.js').then((m) => m.readContainerStates()),
+    askDocker ? import('../../container/container-states.js').then((m) => m.readContainerStates()) : NO_CONTAINERS,
   ])
   const status = hostStatus(probe, stateDir.dir, stateDir.isShared)
   const bySession = containers.reachable ? containers.bySession : {}

@@ -1,21 +1,13 @@
-import {cleanupTemps, type Env, runCli, runJson, Sim, stderrLines} from '../support/run-cli.js'
-import {gpuState, killHungSims, mutatingCalls, startCli, waitForCall} from '../support/run-cli-async.js'
+import {cleanupTemps, runCli, runJson, stderrLines} from '../support/run-cli.js'
+import {gpuState, mutatingCalls} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
 
 // `lease hold|release`: GPU-wide settings held for a named holder (a Slurm job, a Kubernetes DaemonSet), with no
 // instance and no container, sharing the GPU's leases with `up` sessions.
 
-/** An H200 whose power limit and persistence mode are not the defaults, so a restore to "as found" is visible. */
-function freshHost(): Sim {
-  return Sim.create('h200', 1).set('gpus.0.power_limit', 650).set('gpus.0.persistence', false)
-}
-
-const hold = (holder: string, ...values: string[]) => ['lease', 'hold', '--host-gpu', '0', ...values, '--holder', holder]
-const release = (holder: string) => ['lease', 'release', '--host-gpu', '0', '--holder', holder]
-const HOLD_A = hold('slurm-job-42', '--clock-mhz', '1395', '--power-limit-w', '350')
-
-const flagsOf = (calls: string[][]) => calls.map((argv) => argv.filter((a) => a.startsWith('-') && a !== '-i').join(' '))
+import {freshHost} from '../support/crash-points.js'
+import {flagsOf, hold, HOLD_A, release} from '../support/lease-args.js'
 
 describe('lease hold and release', () => {
   it('the first hold applies the values once, a second holder joins without a call, and the last release restores what was found', () => {
@@ -237,109 +229,4 @@ describe('a lease hold and an up session on one GPU share the leases', () => {
     expect(gpuState(sim)).toEqual(before)
     expect(runJson(release('slurm-job-42'), env).json.released).toBe(false)
   }, 60_000)
-})
-
-async function killDuring(sim: Sim, env: Env, args: readonly string[], call: string[], action: 'hang' | 'hang-after'): Promise<void> {
-  sim.set('faults', [{at: 1, action, match: call.join(' ')}])
-  const running = startCli(args, env)
-  await waitForCall(sim, (c) => c.fault === action)
-  running.kill('SIGKILL')
-  await running.done
-  killHungSims(sim)
-  sim.set('faults', [])
-}
-
-/** The mutating calls a clean run makes: the crash points, taken from the tool rather than hand-picked. */
-function crashPoints(args: readonly string[], prepare: (env: Env) => void): string[][] {
-  const sim = freshHost()
-  const env = sim.env()
-  prepare(env)
-  sim.clearCalls()
-  const result = runCli(args, env)
-  if (result.exitCode !== 0) throw new Error(`clean run failed: ${result.stderr}`)
-  return mutatingCalls(sim)
-}
-
-const holdPoints = crashPoints(HOLD_A, () => undefined)
-const releasePoints = crashPoints(release('slurm-job-42'), (env) => {
-  if (runCli(HOLD_A, env).exitCode !== 0) throw new Error('hold failed')
-})
-
-describe('kill -9 during lease hold or release, then recover', () => {
-  it('covers every change a hold and a release make', () => {
-    expect(flagsOf(holdPoints)).toEqual(['-pm', '-lgc', '-pl'])
-    expect(flagsOf(releasePoints).sort()).toEqual(['-pl', '-pm', '-rgc'])
-  })
-
-  it.each(holdPoints.flatMap((call) => (['hang', 'hang-after'] as const).map((action) => [call.join(' '), action, call] as const)))(
-    'hold killed in "%s" (%s): the GPU returns to its state before the hold',
-    async (_label, action, call) => {
-      const sim = freshHost()
-      const env = sim.env()
-      const before = gpuState(sim)
-      await killDuring(sim, env, HOLD_A, call, action)
-      const recovered = runJson(['recover'], env)
-      expect(recovered.exitCode).toBe(0)
-      expect(recovered.json.gpus[0].recovered).toEqual(['lease:slurm-job-42'])
-      expect(gpuState(sim)).toEqual(before)
-      expect(runJson(['ps'], env).json).toEqual([])
-      // the holder can hold again
-      expect(runCli(HOLD_A, env).exitCode).toBe(0)
-    },
-    30_000,
-  )
-
-  it.each(releasePoints.flatMap((call) => (['hang', 'hang-after'] as const).map((action) => [call.join(' '), action, call] as const)))(
-    'release killed in "%s" (%s): recover finishes it',
-    async (_label, action, call) => {
-      const sim = freshHost()
-      const env = sim.env()
-      const before = gpuState(sim)
-      expect(runCli(HOLD_A, env).exitCode).toBe(0)
-      await killDuring(sim, env, release('slurm-job-42'), call, action)
-      expect(runJson(['recover'], env).exitCode).toBe(0)
-      expect(gpuState(sim)).toEqual(before)
-      expect(runJson(['ps'], env).json).toEqual([])
-    },
-    30_000,
-  )
-
-  it.each([
-    ['lock-clocks', '-lgc', 'recover'],
-    ['set-power-limit', '-pl', 'the next lease command'],
-  ] as const)(
-    'killed after %s (%s) acted and before it was recorded (the engine pause): %s rolls it back',
-    async (kind, flag, by) => {
-      const sim = freshHost()
-      const env = sim.env()
-      const before = gpuState(sim)
-      const running = startCli(HOLD_A, {...env, GPU_COSPLAY_TEST_PAUSE_AFTER_STEP: kind})
-      await waitForCall(sim, (c) => c.argv.includes(flag))
-      running.kill('SIGKILL')
-      await running.done
-      expect(gpuState(sim)).not.toEqual(before)
-      if (by === 'recover') {
-        expect(runJson(['recover'], env).json.gpus[0].recovered).toEqual(['lease:slurm-job-42'])
-      } else {
-        // any command that opens the GPU's book rolls the dead hold back before it acts
-        const other = runJson(release('someone-else'), env)
-        expect(other.exitCode).toBe(0)
-        expect(other.json.released).toBe(false)
-      }
-      expect(gpuState(sim)).toEqual(before)
-      expect(runJson(['ps'], env).json).toEqual([])
-    },
-    30_000,
-  )
-
-  it('a finished hold is active: its process is gone, and recover leaves it alone', () => {
-    const sim = freshHost()
-    const env = sim.env()
-    expect(runCli(HOLD_A, env).exitCode).toBe(0)
-    const held = gpuState(sim)
-    const recovered = runJson(['recover'], env)
-    expect(recovered.json.gpus[0].recovered).toEqual([])
-    expect(gpuState(sim)).toEqual(held)
-    expect(runJson(['ps'], env).json[0]).toMatchObject({name: 'lease:slurm-job-42', phase: 'active', crashed: false})
-  }, 30_000)
 })

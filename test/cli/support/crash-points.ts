@@ -1,0 +1,36 @@
+/**
+ * kill -9 tests: the crash points are the mutating nvidia-smi calls a clean run makes (taken from the tool, not
+ * hand-picked), and a run is killed while one of them hangs before or after acting.
+ */
+import {type Env, runCli, Sim} from './run-cli.js'
+import {killHungSims, mutatingCalls, startCli, waitForCall} from './run-cli-async.js'
+
+/** An H200 whose power limit and persistence mode are not the defaults, so a restore to "as found" is visible. */
+export function freshHost(): Sim {
+  return Sim.create('h200', 1).set('gpus.0.power_limit', 650).set('gpus.0.persistence', false)
+}
+
+export function crashPoints(args: readonly string[], prepare: (sim: Sim, env: Env) => void): string[][] {
+  const sim = freshHost()
+  const env = sim.env()
+  prepare(sim, env)
+  sim.clearCalls()
+  const result = runCli(args, env)
+  if (result.exitCode !== 0) throw new Error(`clean run failed: ${result.stderr}`)
+  return mutatingCalls(sim)
+}
+
+/** each crash point twice: the call hangs before it changes anything, and after (a crash between acting and recording) */
+export function crashCases(points: readonly string[][]): Array<readonly [string, 'hang' | 'hang-after', string[]]> {
+  return points.flatMap((call) => (['hang', 'hang-after'] as const).map((action) => [call.join(' '), action, call] as const))
+}
+
+export async function killDuring(sim: Sim, env: Env, args: readonly string[], call: readonly string[], action: 'hang' | 'hang-after'): Promise<void> {
+  sim.set('faults', [{at: 1, action, match: call.join(' ')}])
+  const running = startCli(args, env)
+  await waitForCall(sim, (c) => c.fault === action)
+  running.kill('SIGKILL')
+  await running.done
+  killHungSims(sim)
+  sim.set('faults', [])
+}
