@@ -6,6 +6,7 @@
 import {type ActiveSession, bringUp, type UpDeps, type UpRequest} from '../apply/bring-up.js'
 import {stepFor} from '../apply/steps/registry.js'
 import {tearDown} from '../apply/tear-down.js'
+import {withFirstListing} from '../host/gpu-control.js'
 import {type PreparedContainer, type PrepareInput, prepareContainer} from './prepare-container.js'
 import {readinessOf} from './readiness.js'
 import {DockerRuntime} from './runtime.js'
@@ -36,9 +37,7 @@ export async function launchSession(
   firstLook.catch(() => undefined) // a failure surfaces through bring-up's own call below
   const prepared = await prepareContainer(container, runtime)
   // After an image build (minutes) the first look is old: bring-up looks again.
-  let looked = prepared.built !== null
-  const gpu = Object.create(deps.gpu) as typeof deps.gpu
-  gpu.listGpus = (index?: number) => (index === undefined && !looked ? ((looked = true), firstLook) : deps.gpu.listGpus(index))
+  const gpu = prepared.built === null ? withFirstListing(deps.gpu, firstLook) : deps.gpu
   const active = await bringUp({...request, extraSteps: containerSteps(prepared.options, stepFor(deps.steps, 'start-container'))}, {...deps, gpu})
   const started = sessionContainer(active.session)
   try {
