@@ -7,7 +7,7 @@ import {hostModelFor, planHostFromProbe} from '../plan/plan-host.js'
 import {type HeldSettings, planOnGpu} from '../plan/plan-on-gpu.js'
 import type {GpuWideRequest, Objective, Plan} from '../plan/types.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
-import {type Cancellation, runSteps, unwindSession} from './engine.js'
+import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
 import type {GpuBook, SessionRecord} from './gpu-book.js'
 import {assertSessionName, releaseName, reserveAutoName, reserveName} from './session-names.js'
 import {createGpuInstance} from './steps/instance-steps.js'
@@ -103,32 +103,22 @@ async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, ope
 
   const ctx = open.contextFor(session)
   const notes = [...open.notes]
-  try {
-    await runSteps(ctx, persist, gpuSteps(plan), deps.cancel)
-    if (session.mig) session.mig.uuid = await migUuidOf(deps.gpu, ctx.live, session, book, migUuidsBefore)
-    persist()
-    if (plan.mps && request.mpsOnHost) {
-      const {owner, runAsOwner} = request.mpsOnHost
-      await runSteps(ctx, persist, [mpsStepFor(stepFor(deps.steps, 'start-mps'), plan.mps, deps.stateDir, name, owner, runAsOwner)], deps.cancel)
-    }
-    if (request.extraSteps) await runSteps(ctx, persist, request.extraSteps(session, ctx.live), deps.cancel)
-    // Ctrl-C during the last step: the session is complete, but the user asked for it to be undone.
-    if (deps.cancel.requested) throw new StateError('INTERRUPTED', 'interrupted; undoing what was done')
-    session.phase = 'active'
-    persist()
-  } catch (error) {
-    deps.onProgress?.('undoing what this session changed')
-    try {
-      await unwindSession(ctx, persist, deps.steps)
-      delete book.sessions[name]
+  await completeOrUnwind(
+    ctx,
+    persist,
+    deps,
+    async () => {
+      await runSteps(ctx, persist, gpuSteps(plan), deps.cancel)
+      if (session.mig) session.mig.uuid = await migUuidOf(deps.gpu, ctx.live, session, book, migUuidsBefore)
       persist()
-    } catch (undoError) {
-      // The journal keeps what could not be undone; `recover` retries it. Report the original failure.
-      notes.push(`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`)
-    }
-    if (error instanceof Error && notes.length > 0) (error as Error & {notes?: string[]}).notes = notes
-    throw error
-  }
+      if (plan.mps && request.mpsOnHost) {
+        const {owner, runAsOwner} = request.mpsOnHost
+        await runSteps(ctx, persist, [mpsStepFor(stepFor(deps.steps, 'start-mps'), plan.mps, deps.stateDir, name, owner, runAsOwner)], deps.cancel)
+      }
+      if (request.extraSteps) await runSteps(ctx, persist, request.extraSteps(session, ctx.live), deps.cancel)
+    },
+    notes,
+  )
 
   return {
     name,

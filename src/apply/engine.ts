@@ -88,6 +88,38 @@ export async function unwindSession(ctx: StepContext, persist: Persist, steps: S
 }
 
 /**
+ * A new session from its first step to `active`: `act` runs its steps; on any failure, or a Ctrl-C that came
+ * during the last one, what it did is undone newest-first and the session leaves the book. What cannot be
+ * undone stays journaled for `recover`, and the error says so in its notes.
+ */
+export async function completeOrUnwind(
+  ctx: StepContext,
+  persist: Persist,
+  deps: {readonly steps: StepRegistry; readonly cancel: Cancellation; readonly onProgress?: (message: string) => void},
+  act: () => Promise<void>,
+  notes: string[] = [],
+): Promise<void> {
+  const {book, session} = ctx
+  try {
+    await act()
+    if (deps.cancel.requested) throw new StateError('INTERRUPTED', 'interrupted; undoing what was done')
+    session.phase = 'active'
+    persist()
+  } catch (error) {
+    deps.onProgress?.('undoing what this session changed')
+    try {
+      await unwindSession(ctx, persist, deps.steps)
+      delete book.sessions[session.name]
+      persist()
+    } catch (undoError) {
+      notes.push(`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`)
+    }
+    if (error instanceof Error && notes.length > 0) (error as Error & {notes?: string[]}).notes = notes
+    throw error
+  }
+}
+
+/**
  * Sessions found starting or stopping by a process that holds the GPU lock belong to a process that
  * died mid-way: roll each back (a killed `up`) or finish it (a killed `down`). Both mean undoing what
  * the journal says was, or may have been, done.

@@ -5,7 +5,7 @@ import type {HostGpu} from '../host/types.js'
 import {hostModelFor, settingRangesOf} from '../plan/plan-host.js'
 import {supportedClocksMHz} from '../plan/throughput.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
-import {type Cancellation, runSteps, unwindSession} from './engine.js'
+import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
 import {type GpuBook, isLeaseSession, type LeaseSessionRecord, type Setting, type SettingValue} from './gpu-book.js'
 import {lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
 import type {PlannedStep} from './steps/step.js'
@@ -138,24 +138,7 @@ async function holdLocked(request: HoldRequest, deps: HoldDeps, open: OpenBook):
   book.sessions[name] = session
   persist()
   const ctx = open.contextFor(session)
-  try {
-    await runSteps(ctx, persist, holdSteps(request), deps.cancel)
-    if (deps.cancel.requested) throw new StateError('INTERRUPTED', 'interrupted; undoing what was done')
-    session.phase = 'active'
-    persist()
-  } catch (error) {
-    deps.onProgress?.('undoing what this hold changed')
-    try {
-      await unwindSession(ctx, persist, deps.steps)
-      delete book.sessions[name]
-      persist()
-    } catch (undoError) {
-      // The journal keeps what could not be undone; `recover` (or the next command on this GPU) retries it.
-      if (error instanceof Error)
-        (error as Error & {notes?: string[]}).notes = [`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`]
-    }
-    throw error
-  }
+  await completeOrUnwind(ctx, persist, deps, () => runSteps(ctx, persist, holdSteps(request), deps.cancel))
 
   const notes = [...notesOf(open), ...ctx.notes]
   const settings: HoldOutcome['settings'] = []
