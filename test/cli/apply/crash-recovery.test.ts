@@ -1,5 +1,5 @@
-import {crashCases, crashPoints, freshHost, killDuring} from '../support/crash-points.js'
-import {cleanupTemps, runCli, runJson} from '../support/run-cli.js'
+import {crashCases, crashPoints, expectRecoverUndoes, freshHost} from '../support/crash-points.js'
+import {cleanupTemps, runJson} from '../support/run-cli.js'
 import {gpuState, startCli, waitForCall} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
@@ -19,19 +19,7 @@ describe('kill -9 during up, then recover', () => {
 
   it.each(crashCases(upPoints))(
     'killed in "%s" (%s): the GPU returns to its state before up',
-    async (_label, action, call) => {
-      const sim = freshHost()
-      const env = sim.env()
-      const before = gpuState(sim)
-      await killDuring(sim, env, UP, call, action)
-      const recovered = runJson(['recover'], env)
-      expect(recovered.exitCode).toBe(0)
-      expect(recovered.json.gpus[0].recovered).toEqual(['victim'])
-      expect(gpuState(sim)).toEqual(before)
-      expect(runJson(['ps'], env).json).toEqual([])
-      // the name is free again
-      expect(runCli(UP, env).exitCode).toBe(0)
-    },
+    (_label, action, call) => expectRecoverUndoes(UP, 'victim', call, action),
     30_000,
   )
 })

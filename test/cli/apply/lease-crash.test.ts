@@ -1,5 +1,5 @@
 /** kill -9 at every change a `lease hold` or `lease release` makes, then `recover` (or the next command) restores. */
-import {crashCases, crashPoints, freshHost, killDuring} from '../support/crash-points.js'
+import {crashCases, crashPoints, expectRecoverUndoes, freshHost, killDuring} from '../support/crash-points.js'
 import {flagsOf, HOLD_A, release} from '../support/lease-args.js'
 import {cleanupTemps, runCli, runJson} from '../support/run-cli.js'
 import {gpuState, startCli, waitForCall} from '../support/run-cli-async.js'
@@ -19,19 +19,7 @@ describe('kill -9 during lease hold or release, then recover', () => {
 
   it.each(crashCases(holdPoints))(
     'hold killed in "%s" (%s): the GPU returns to its state before the hold',
-    async (_label, action, call) => {
-      const sim = freshHost()
-      const env = sim.env()
-      const before = gpuState(sim)
-      await killDuring(sim, env, HOLD_A, call, action)
-      const recovered = runJson(['recover'], env)
-      expect(recovered.exitCode).toBe(0)
-      expect(recovered.json.gpus[0].recovered).toEqual(['lease:slurm-job-42'])
-      expect(gpuState(sim)).toEqual(before)
-      expect(runJson(['ps'], env).json).toEqual([])
-      // the holder can hold again
-      expect(runCli(HOLD_A, env).exitCode).toBe(0)
-    },
+    (_label, action, call) => expectRecoverUndoes(HOLD_A, 'lease:slurm-job-42', call, action),
     30_000,
   )
 

@@ -2,8 +2,10 @@
  * kill -9 tests: the crash points are the mutating nvidia-smi calls a clean run makes (taken from the tool, not
  * hand-picked), and a run is killed while one of them hangs before or after acting.
  */
-import {type Env, runCli, Sim} from './run-cli.js'
-import {killHungSims, mutatingCalls, startCli, waitForCall} from './run-cli-async.js'
+import {expect} from '@jest/globals'
+
+import {type Env, runCli, runJson, Sim} from './run-cli.js'
+import {gpuState, killHungSims, mutatingCalls, startCli, waitForCall} from './run-cli-async.js'
 
 /** An H200 whose power limit and persistence mode are not the defaults, so a restore to "as found" is visible. */
 export function freshHost(): Sim {
@@ -33,4 +35,21 @@ export async function killDuring(sim: Sim, env: Env, args: readonly string[], ca
   await running.done
   killHungSims(sim)
   sim.set('faults', [])
+}
+
+/**
+ * The crash test of a command that makes a new session: kill -9 while `call` hangs, then `recover` rolls back
+ * exactly `session`, the GPU is as before, nothing is listed, and the same command runs again.
+ */
+export async function expectRecoverUndoes(args: readonly string[], session: string, call: readonly string[], action: 'hang' | 'hang-after'): Promise<void> {
+  const sim = freshHost()
+  const env = sim.env()
+  const before = gpuState(sim)
+  await killDuring(sim, env, args, call, action)
+  const recovered = runJson(['recover'], env)
+  expect(recovered.exitCode).toBe(0)
+  expect(recovered.json.gpus[0].recovered).toEqual([session])
+  expect(gpuState(sim)).toEqual(before)
+  expect(runJson(['ps'], env).json).toEqual([])
+  expect(runCli(args, env).exitCode).toBe(0)
 }
