@@ -8,7 +8,7 @@ import {type HeldSettings, planOnGpu} from '../plan/plan-on-gpu.js'
 import type {GpuWideRequest, Objective, Plan} from '../plan/types.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
-import type {GpuBook, SessionRecord} from './gpu-book.js'
+import {type GpuBook, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertSessionName, releaseName, reserveAutoName, reserveName} from './session-names.js'
 import {createGpuInstance} from './steps/instance-steps.js'
 import {enableMig, lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
@@ -86,17 +86,10 @@ async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, ope
   const host = planHostFromProbe(open.live, hostModelFor(deps.catalog, open.live), {mpsAvailable: request.mpsAvailable})
   const plan = planOnGpu(request.target, host, request.objective, heldSettings(book), {strict: request.strict, ...request.gpuWide})
   const session: SessionRecord = {
-    name,
-    owner: {...request.owner},
-    pid: request.pid,
-    hostname: request.hostname,
-    createdAt: new Date().toISOString(),
-    phase: 'starting',
+    ...newSessionBase(name, request),
     target: {key: request.target.key, name: request.target.name},
     plan,
     mig: plan.mig && {profile: plan.mig.profile, profileId: plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null},
-    container: null,
-    journal: [],
   }
   book.sessions[name] = session
   persist()

@@ -107,6 +107,28 @@ export type LeaseSessionRecord = z.infer<typeof leaseSession>
 /** Whatever the book holds: an `up` session or a lease hold. */
 export type BookSession = SessionRecord | LeaseSessionRecord
 
+/** Who starts a session, and from which process: what every new record begins with. */
+export type SessionStarter = {
+  readonly owner: {readonly uid: number; readonly user: string}
+  readonly pid: number
+  readonly hostname: string
+}
+
+/** The fields a new session of either kind starts with: phase starting, nothing made yet, an empty journal. */
+export function newSessionBase(name: string, starter: SessionStarter) {
+  return {
+    name,
+    owner: {...starter.owner},
+    pid: starter.pid,
+    hostname: starter.hostname,
+    createdAt: new Date().toISOString(),
+    phase: 'starting' as const,
+    mig: null,
+    container: null,
+    journal: [],
+  }
+}
+
 export function isLeaseSession(session: BookSession): session is LeaseSessionRecord {
   return session.kind === 'lease'
 }

@@ -6,7 +6,7 @@ import {hostModelFor, settingRangesOf} from '../plan/plan-host.js'
 import {supportedClocksMHz} from '../plan/throughput.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
-import {type GpuBook, isLeaseSession, type LeaseSessionRecord, type Setting, type SettingValue} from './gpu-book.js'
+import {type GpuBook, isLeaseSession, type LeaseSessionRecord, newSessionBase, type Setting, type SettingValue} from './gpu-book.js'
 import {lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
 import type {PlannedStep} from './steps/step.js'
 import {assertMayEnd, endSessionLocked, type Requester} from './tear-down.js'
@@ -123,15 +123,7 @@ async function holdLocked(request: HoldRequest, deps: HoldDeps, open: OpenBook):
 
   const session: LeaseSessionRecord = {
     kind: 'lease',
-    name,
-    owner: {...request.owner},
-    pid: request.pid,
-    hostname: request.hostname,
-    createdAt: new Date().toISOString(),
-    phase: 'starting',
-    mig: null,
-    container: null,
-    journal: [],
+    ...newSessionBase(name, request),
     holder: request.holder,
     hold: {clockMHz: request.clockMHz, powerLimitW: request.powerLimitW},
   }
