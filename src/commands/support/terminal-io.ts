@@ -28,6 +28,17 @@ function windowSize(): {rows: number; cols: number} {
   return {rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80}
 }
 
+/** A remote pty's exit code, its size following this terminal's until then. */
+async function followingWindowSize(pty: {resize(rows: number, cols: number): void; readonly done: Promise<number>}): Promise<number> {
+  const onResize = () => pty.resize(windowSize().rows, windowSize().cols)
+  process.stdout.on('resize', onResize)
+  try {
+    return await pty.done
+  } finally {
+    process.stdout.off('resize', onResize)
+  }
+}
+
 /**
  * On a logged-in ssh session: a login shell (command null) or one command line, with a pty when tty is true,
  * else streamed without one; returns the exit code.
@@ -38,14 +49,7 @@ export async function runOverSsh(ssh: SshSession, command: string | null, tty: b
     if (!tty) return await ssh.stream(command ?? 'exec "${SHELL:-sh}" -l', io)
     const restore = rawTerminal()
     try {
-      const session = await ssh.interactive(command, {...io, ...windowSize()})
-      const onResize = () => session.resize(windowSize().rows, windowSize().cols)
-      process.stdout.on('resize', onResize)
-      try {
-        return await session.done
-      } finally {
-        process.stdout.off('resize', onResize)
-      }
+      return await followingWindowSize(await ssh.interactive(command, {...io, ...windowSize()}))
     } finally {
       restore()
     }
@@ -64,13 +68,7 @@ export async function streamOnHost(transport: SshTransport, commandLine: string,
       stderr: process.stderr,
       ...(tty ? {pty: {...windowSize(), term: process.env.TERM ?? 'xterm-256color'}} : {}),
     })
-    const onResize = () => running.resize(windowSize().rows, windowSize().cols)
-    if (tty) process.stdout.on('resize', onResize)
-    try {
-      return await running.done
-    } finally {
-      process.stdout.off('resize', onResize)
-    }
+    return await (tty ? followingWindowSize(running) : running.done)
   } finally {
     restore()
     releaseStdin()
