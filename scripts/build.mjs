@@ -1,7 +1,7 @@
 // Bundles src/cli.ts into dist/ with esbuild. One bundle loads far faster than hundreds of small modules
 // (start-up is most of what `ls` and `plan --on` cost). Docker and ssh stay external and load lazily.
 import {build} from 'esbuild'
-import {rmSync, writeFileSync} from 'node:fs'
+import {readFileSync, rmSync, writeFileSync} from 'node:fs'
 
 rmSync('dist', {recursive: true, force: true})
 const common = {
@@ -30,7 +30,14 @@ await build({
 })
 
 // ls, info and plan --on without oclif: the same command classes on a small stand-in (oclif-lite.ts).
-await build({...common, entryPoints: {fast: 'src/commands/support/fast-path.ts'}, alias: {'@oclif/core': './src/commands/support/oclif-lite.ts'}})
+const {version} = JSON.parse(readFileSync('package.json', 'utf8'))
+await build({
+  ...common,
+  entryPoints: {fast: 'src/commands/support/fast-path.ts'},
+  alias: {'@oclif/core': './src/commands/support/oclif-lite.ts'},
+  // oclif reads the version from package.json at start-up; the stand-in gets it written in
+  define: {GPU_COSPLAY_VERSION: JSON.stringify(version)},
+})
 
 // Validate the built-in catalog once, here, so that commands can read it as plain JSON.
 const {compileCatalog} = await import(new URL('../dist/compile-catalog.js', import.meta.url).href)

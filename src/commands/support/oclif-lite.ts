@@ -7,6 +7,9 @@
  * both print the same.
  */
 
+/** package.json's version, written in by the build (esbuild `define`) */
+declare const GPU_COSPLAY_VERSION: string
+
 export class FallBack extends Error {}
 
 type ParseFn = (input: string) => Promise<unknown>
@@ -68,7 +71,8 @@ export abstract class Command {
   static flags: Record<string, LiteFlag> = {}
   static args: Record<string, LiteArg> = {}
   static enableJsonFlag = false
-  readonly config = {bin: 'gpu-cosplay'}
+  // the version oclif reads from package.json; the build writes it in (scripts/build.mjs)
+  readonly config = {bin: 'gpu-cosplay', version: GPU_COSPLAY_VERSION}
   private json = false
 
   constructor(readonly argv: string[]) {}
