@@ -41,10 +41,18 @@ export function resolveStateDir(env: Readonly<Record<string, string | undefined>
 export function findStateDir(env: Readonly<Record<string, string | undefined>>, homeDir: string): StateDir | null {
   const explicit = env[HOST_ENV.stateDir]
   if (explicit) return fs.existsSync(explicit) ? {dir: explicit, isShared: true, warning: null} : null
-  if (isWritableDir(SHARED_STATE_DIR)) return {dir: SHARED_STATE_DIR, isShared: true, warning: null}
+  if (sharedIsUsable()) return {dir: SHARED_STATE_DIR, isShared: true, warning: null}
   const personal = path.join(env.XDG_STATE_HOME || path.join(homeDir, '.local', 'state'), 'gpu-cosplay')
   if (fs.existsSync(personal)) return {dir: personal, isShared: false, warning: null}
   return fs.existsSync(SHARED_STATE_DIR) ? {dir: SHARED_STATE_DIR, isShared: true, warning: null} : null
+}
+
+/**
+ * Whether resolveStateDir would take the shared folder: its gpus/ and sessions/ are writable folders (an admin may
+ * have made the top folder 0755 and those 0777), or it is writable itself, so they can be made.
+ */
+function sharedIsUsable(): boolean {
+  return ['gpus', 'sessions'].every((sub) => isWritableDir(path.join(SHARED_STATE_DIR, sub))) || isWritableDir(SHARED_STATE_DIR)
 }
 
 function isWritableDir(dir: string): boolean {
