@@ -4,11 +4,11 @@ import type {GpuControl} from '../host/gpu-control.js'
 import {pickGpu} from '../host/pick-gpu.js'
 import type {HostGpu} from '../host/types.js'
 import {hostModelFor, planHostFromProbe} from '../plan/plan-host.js'
-import {type HeldSettings, planOnGpu} from '../plan/plan-on-gpu.js'
+import {planOnGpu} from '../plan/plan-on-gpu.js'
 import type {GpuWideRequest, Objective, Plan} from '../plan/types.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
-import {type GpuBook, newSessionBase, type SessionRecord} from './gpu-book.js'
+import {type GpuBook, heldSettings, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertSessionName, releaseName, reserveAutoName, reserveName} from './session-names.js'
 import {createGpuInstance} from './steps/instance-steps.js'
 import {enableMig, lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
@@ -123,15 +123,6 @@ async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, ope
     mpsDaemon: mpsDaemonOf(session),
     recovered: open.recovered,
     notes: [...notes, ...ctx.notes],
-  }
-}
-
-/** The GPU-wide values sessions on this GPU hold: a plan must live with them. */
-export function heldSettings(book: GpuBook): HeldSettings {
-  return {
-    ...(book.leases.clocks ? {clockMHz: book.leases.clocks.value as number | null} : {}),
-    ...(book.leases['power-limit'] ? {powerLimitW: book.leases['power-limit'].value as number} : {}),
-    holders: Object.keys(book.sessions),
   }
 }
 

@@ -4,6 +4,7 @@ import {z} from 'zod'
 
 import {StateError} from '../core/errors.js'
 import {STEP_KINDS} from '../core/names.js'
+import type {HeldSettings} from '../plan/plan-on-gpu.js'
 import {planSchema} from '../plan/plan-schema.js'
 import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'
 
@@ -142,6 +143,20 @@ const book = z.strictObject({
   sessions: z.record(z.string(), z.discriminatedUnion('kind', [session, leaseSession])),
 })
 export type GpuBook = z.infer<typeof book>
+
+/**
+ * The GPU-wide values in force on this GPU and the sessions (or lease holds) that hold them: what a new plan
+ * must live with, for `up` and for `plan --host-gpu` alike.
+ */
+export function heldSettings(book: GpuBook): HeldSettings {
+  const clocks = book.leases.clocks
+  const power = book.leases['power-limit']
+  return {
+    ...(clocks ? {clockMHz: clocks.value as number | null} : {}),
+    ...(power ? {powerLimitW: power.value as number} : {}),
+    holders: [...new Set([...(clocks?.holders ?? []), ...(power?.holders ?? [])])],
+  }
+}
 
 export function bookPath(stateDir: string, gpuUuid: string): string {
   return path.join(stateDir, 'gpus', `${gpuUuid}.json`)

@@ -40,10 +40,9 @@ export async function planFor(
   const gpu = pickGpu(probe, request.hostGpu ?? 0)
   const {findMpsControl} = await import('../../host/mps.js')
   const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu), {mpsAvailable: request.mpsAvailable ?? findMpsControl(process.env) !== null})
-  const [{findStateDir}, {bookPath, readBook}, {heldSettings}, {planOnGpu}] = await Promise.all([
+  const [{findStateDir}, {bookPath, heldSettings, readBook}, {planOnGpu}] = await Promise.all([
     import('../../apply/state-dir.js'),
     import('../../apply/gpu-book.js'),
-    import('../../apply/bring-up.js'),
     import('../../plan/plan-on-gpu.js'),
   ])
   const stateDir = findStateDir(process.env, homedir())
