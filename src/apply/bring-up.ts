@@ -1,6 +1,7 @@
 import type {Catalog, Target} from '../catalog/types.js'
 import {StateError} from '../core/errors.js'
 import type {GpuControl} from '../host/gpu-control.js'
+import type {ListGpus} from '../host/parse-list-gpus.js'
 import {pickGpu} from '../host/pick-gpu.js'
 import type {HostGpu} from '../host/types.js'
 import {hostModelFor, planHostFromProbe} from '../plan/plan-host.js'
@@ -43,6 +44,8 @@ export type UpDeps = BookStoreDeps & {
   readonly catalog: Catalog
   readonly cancel: Cancellation
   readonly onProgress?: (message: string) => void
+  /** the first look (`nvidia-smi -L`) when the caller started it early, to hide its latency behind start-up */
+  readonly firstListing?: Promise<ListGpus>
 }
 
 export type ActiveSession = {
@@ -64,7 +67,7 @@ export type ActiveSession = {
 export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveSession> {
   if (request.name !== null) assertSessionName(request.name)
   // A first look names the GPU (`-L`: one cheap call); everything else is read under its lock.
-  const listed = await deps.gpu.listGpus()
+  const listed = await (deps.firstListing ?? deps.gpu.listGpus())
   const gpu = pickGpu(listed, request.hostGpu)
   const migUuidsBefore = new Set(listed.migDevices.filter((d) => d.gpuIndex === gpu.index).map((d) => d.uuid))
   const claim = {gpuUuid: gpu.uuid, pid: request.pid, hostname: request.hostname}

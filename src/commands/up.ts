@@ -110,11 +110,10 @@ Then it starts a container on the slice (the last step of the same journal, so \
     const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, this.config.version)
     // The first look at the GPUs (`-L`, read-only) starts now, while the modules the rest of up needs load.
     const firstListing = (await import('./support/first-listing.js')).startFirstListing()
-    const [{applyContext, cancelOnSignals}, {bringUp}, {findMpsControl}, {withFirstListing}] = await Promise.all([
+    const [{applyContext, cancelOnSignals}, {bringUp}, {findMpsControl}] = await Promise.all([
       import('./support/apply-context.js'),
       import('../apply/bring-up.js'),
       import('../host/mps.js'),
-      import('../host/gpu-control.js'),
     ])
     const ctx = await applyContext({mutates: true})
     const quiet = this.jsonEnabled()
@@ -135,7 +134,7 @@ Then it starts a container on the slice (the last step of the same journal, so \
       // with a container the entrypoint runs the daemon inside it, as the session user
       mpsOnHost: containerInput ? null : {owner: {uid: ctx.user.uid, gid: ctx.user.gid}, runAsOwner: process.getuid?.() === 0 && ctx.user.uid !== 0},
     }
-    const deps = {...ctx.deps, gpu: withFirstListing(ctx.deps.gpu, firstListing), catalog, cancel, onProgress: say, isRoot: ctx.isRoot}
+    const deps = {...ctx.deps, firstListing, catalog, cancel, onProgress: say, isRoot: ctx.isRoot}
     if (!quiet) ux.action.start(`Applying ${target.name} to GPU ${flags['host-gpu']}`)
     try {
       let launched: LaunchedSession | null = null

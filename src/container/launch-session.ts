@@ -6,7 +6,6 @@
 import {type ActiveSession, bringUp, type UpDeps, type UpRequest} from '../apply/bring-up.js'
 import {stepFor} from '../apply/steps/registry.js'
 import {tearDown} from '../apply/tear-down.js'
-import {withFirstListing} from '../host/gpu-control.js'
 import {type PreparedContainer, type PrepareInput, prepareContainer} from './prepare-container.js'
 import {readinessOf} from './readiness.js'
 import {DockerRuntime} from './runtime.js'
@@ -33,12 +32,14 @@ export async function launchSession(
 ): Promise<LaunchedSession> {
   const runtime = new DockerRuntime()
   // bring-up's first look at the GPUs (`-L`, read-only, before any lock) runs while Docker answers.
-  const firstLook = deps.gpu.listGpus()
-  firstLook.catch(() => undefined) // a failure surfaces through bring-up's own call below
+  const firstListing = deps.firstListing ?? deps.gpu.listGpus()
+  firstListing.catch(() => undefined) // a failure surfaces through bring-up's own await
   const prepared = await prepareContainer(container, runtime)
   // After an image build (minutes) the first look is old: bring-up looks again.
-  const gpu = prepared.built === null ? withFirstListing(deps.gpu, firstLook) : deps.gpu
-  const active = await bringUp({...request, extraSteps: containerSteps(prepared.options, stepFor(deps.steps, 'start-container'))}, {...deps, gpu})
+  const active = await bringUp(
+    {...request, extraSteps: containerSteps(prepared.options, stepFor(deps.steps, 'start-container'))},
+    {...deps, firstListing: prepared.built === null ? firstListing : undefined},
+  )
   const started = sessionContainer(active.session)
   try {
     const readiness = readinessOf(started, prepared.identity.privateKey, runtime)

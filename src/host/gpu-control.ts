@@ -163,18 +163,3 @@ function unreadable(command: string, out: string): HostError {
   const first = out.split('\n').find((l) => l.trim()) ?? '(no output)'
   return new HostError('SMI_UNPARSEABLE', `nvidia-smi ${command} succeeded but its output was not understood: ${first.trim()}`)
 }
-
-/**
- * The same GPU control, whose first whole-host `-L` is one already under way (started before the slow part of
- * start-up, so its latency hides behind module loading); every later call goes to nvidia-smi as usual.
- */
-export function withFirstListing<T extends GpuControl>(gpu: T, listing: Promise<ListGpus>): T {
-  let used = false
-  const wrapped = Object.create(gpu) as T
-  wrapped.listGpus = (index?: number) => {
-    if (index !== undefined || used) return gpu.listGpus(index)
-    used = true
-    return listing
-  }
-  return wrapped
-}
