@@ -38,8 +38,8 @@ export type BookStoreDeps = EngineDeps & {readonly stateDir: string; readonly bo
 /** A GPU's book opened under its lock, brought up to date with the GPU. */
 export type OpenBook = {
   readonly book: GpuBook
-  /** the GPU as last read; callers that change it read it again with refresh() */
-  live: HostGpu
+  /** the GPU as read under the lock (again after rolling back dead sessions) */
+  readonly live: HostGpu
   readonly persist: Persist
   /** sessions of dead processes rolled back (or lost to a reboot) before the caller ran */
   readonly recovered: readonly string[]
@@ -48,7 +48,6 @@ export type OpenBook = {
   /** a damaged book moved aside (only with onCorrupt: 'move-aside') */
   readonly movedAside: string | null
   contextFor(session: BookSession): StepContext
-  refresh(): Promise<HostGpu>
 }
 
 export type WithBookOptions = {
@@ -96,8 +95,7 @@ export async function withBook<T>(
       recovered: [...lostToReboot, ...recovery.recovered],
       notes,
       movedAside,
-      contextFor: (session) => stepContext(deps.gpu, book, session, open.live),
-      refresh: async () => (open.live = await probe()),
+      contextFor: (session) => stepContext(deps.gpu, book, session, live),
     }
     const result = await act(open)
     const settle = {gpu: deps.gpu, book, notes, live: open.live}

@@ -25,18 +25,7 @@ export type Persist = () => void
 export type EngineDeps = {readonly gpu: GpuControl; readonly steps: StepRegistry}
 
 export function stepContext(gpu: GpuControl, book: GpuBook, session: BookSession, live: HostGpu): StepContext {
-  const ctx: StepContext = {
-    gpu,
-    book,
-    session,
-    live,
-    notes: [],
-    async refresh() {
-      ctx.live = await gpu.probeGpu(book.gpu.uuid)
-      return ctx.live
-    },
-  }
-  return ctx
+  return {gpu, book, session, live, notes: []}
 }
 
 /**
@@ -124,12 +113,7 @@ export async function completeOrUnwind(
  * died mid-way: roll each back (a killed `up`) or finish it (a killed `down`). Both mean undoing what
  * the journal says was, or may have been, done.
  */
-export async function recoverAbandoned(
-  deps: EngineDeps,
-  book: GpuBook,
-  live: HostGpu,
-  persist: Persist,
-): Promise<{recovered: string[]; notes: string[]; live: HostGpu}> {
+export async function recoverAbandoned(deps: EngineDeps, book: GpuBook, live: HostGpu, persist: Persist): Promise<{recovered: string[]; notes: string[]}> {
   const recovered: string[] = []
   const notes: string[] = []
   for (const session of Object.values(book.sessions)) {
@@ -140,7 +124,6 @@ export async function recoverAbandoned(
     persist()
     recovered.push(session.name)
     notes.push(...ctx.notes)
-    live = ctx.live
   }
-  return {recovered, notes, live}
+  return {recovered, notes}
 }

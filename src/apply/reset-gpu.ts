@@ -42,7 +42,6 @@ export async function resetGpu(gpuIndex: number, deps: BookStoreDeps): Promise<R
           releaseName(deps.stateDir, session.name)
           ended.push(session.name)
           notes.push(...ctx.notes)
-          open.live = ctx.live
         }
         return {...result, mode: 'journal' as const, endedSessions: ended}
       }

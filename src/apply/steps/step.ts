@@ -10,9 +10,8 @@ export type StepContext = {
   readonly gpu: GpuControl
   readonly book: GpuBook
   readonly session: BookSession
-  /** the GPU as last probed; refresh() re-reads it */
-  live: HostGpu
-  refresh(): Promise<HostGpu>
+  /** the GPU as read under the lock before the steps ran */
+  readonly live: HostGpu
   /** things the user should know that are not failures (e.g. MIG left on because others use it) */
   readonly notes: string[]
 }
