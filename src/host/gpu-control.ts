@@ -28,10 +28,8 @@ export interface GpuControl {
   computeInstances(gpuIndex: number, gpuInstanceId: number): Promise<ComputeInstance[]>
   /** what the change's own output says of the mode now; 'unknown' when it says neither (read the GPU then) */
   setMigMode(gpuIndex: number, enabled: boolean): Promise<MigModeChange>
-  createGpuInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number}>
   /** `-cgi P -C`: the GPU instance and its default compute instance in one call (ID null: an old driver did not print it) */
   createGpuInstanceWithComputeInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number; computeInstanceId: number | null}>
-  createComputeInstance(gpuIndex: number, gpuInstanceId: number): Promise<{computeInstanceId: number | null}>
   destroyComputeInstance(gpuIndex: number, gpuInstanceId: number, computeInstanceId: number): Promise<void>
   destroyGpuInstance(gpuIndex: number, gpuInstanceId: number): Promise<void>
   lockClocks(gpuIndex: number, clockMHz: number): Promise<void>
@@ -99,13 +97,6 @@ export class SmiGpuControl implements GpuControl {
     return migModeChange(await this.smi.mutate(['-i', String(gpuIndex), '-mig', enabled ? '1' : '0']))
   }
 
-  async createGpuInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number}> {
-    const out = await this.smi.mutate(['mig', '-i', String(gpuIndex), '-cgi', String(profileId)])
-    const created = parseMigCreate(out).find((c) => c.kind === 'gpu-instance')
-    if (!created) throw unreadable('mig -cgi', out)
-    return {gpuInstanceId: created.gpuInstanceId}
-  }
-
   async createGpuInstanceWithComputeInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number; computeInstanceId: number | null}> {
     const out = await this.smi.mutate(['mig', '-i', String(gpuIndex), '-cgi', String(profileId), '-C'])
     const created = parseMigCreate(out)
@@ -113,13 +104,6 @@ export class SmiGpuControl implements GpuControl {
     const ci = created.find((c) => c.kind === 'compute-instance')
     if (!gi || !ci || ci.kind !== 'compute-instance') throw unreadable('mig -cgi -C', out)
     return {gpuInstanceId: gi.gpuInstanceId, computeInstanceId: ci.computeInstanceId}
-  }
-
-  async createComputeInstance(gpuIndex: number, gpuInstanceId: number): Promise<{computeInstanceId: number | null}> {
-    const out = await this.smi.mutate(['mig', '-i', String(gpuIndex), '-gi', String(gpuInstanceId), '-cci'])
-    const created = parseMigCreate(out).find((c) => c.kind === 'compute-instance')
-    if (!created || created.kind !== 'compute-instance') throw unreadable('mig -cci', out)
-    return {computeInstanceId: created.computeInstanceId}
   }
 
   async destroyComputeInstance(gpuIndex: number, gpuInstanceId: number, computeInstanceId: number): Promise<void> {

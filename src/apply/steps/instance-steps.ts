@@ -18,8 +18,9 @@ function tolerateGone(error: unknown): void {
 }
 
 /**
- * `-cgi P`, or with params.withComputeInstance `-cgi P -C`: the GPU instance and its default compute instance in
- * one call (one nvidia-smi call fewer per `up`). Journals written before that param existed undo as before.
+ * `-cgi P -C`: the GPU instance and its default compute instance in one call (params.withComputeInstance says so
+ * in the journal). Journals written before that param existed made the compute instance in a create-ci step of
+ * its own, and undo as before.
  */
 export const createGpuInstance: StepImpl = {
   kind: 'create-gi',
@@ -31,11 +32,6 @@ export const createGpuInstance: StepImpl = {
 
   async apply(ctx, params) {
     const index = ctx.live.index
-    if (!params.withComputeInstance) {
-      const {gpuInstanceId} = await ctx.gpu.createGpuInstance(index, params.profileId as number)
-      if (ctx.session.mig) ctx.session.mig.gpuInstanceId = gpuInstanceId
-      return {gpuInstanceId}
-    }
     const created = await ctx.gpu.createGpuInstanceWithComputeInstance(index, params.profileId as number)
     // Old drivers do not print the new CI's ID: in a GPU instance made a moment ago, it is the only one.
     const computeInstanceId = created.computeInstanceId ?? (await ctx.gpu.computeInstances(index, created.gpuInstanceId))[0]?.id ?? null
@@ -70,27 +66,13 @@ async function findNewGpuInstance(ctx: StepContext, params: Json, prior: Json): 
   return null
 }
 
-/** Journals from before `-cgi -C` (and a GPU instance without one): `-cci` on its own. */
+/** Only undone: journals from before `-cgi -C` made the compute instance with `-cci` in a step of its own. */
 export const createComputeInstance: StepImpl = {
   kind: 'create-ci',
   describe: () => 'create compute instance (default profile)',
 
-  async readPrior(ctx) {
-    const gi = ctx.session.mig?.gpuInstanceId
-    // A GPU instance this session just made holds no compute instance yet: no need to ask nvidia-smi.
-    const madeHere = ctx.session.journal.some((e) => e.kind === 'create-gi' && e.state === 'done' && e.result?.gpuInstanceId === gi)
-    const cis = gi == null || madeHere ? [] : await ctx.gpu.computeInstances(ctx.live.index, gi)
-    return {gpuInstanceId: gi ?? null, computeInstanceIds: cis.map((ci) => ci.id)}
-  },
-
-  async apply(ctx, _params, prior) {
-    const gi = prior.gpuInstanceId as number
-    let {computeInstanceId} = await ctx.gpu.createComputeInstance(ctx.live.index, gi)
-    // Old drivers do not print the new CI's ID: it is the one that was not there before.
-    computeInstanceId ??= (await newComputeInstances(ctx, gi, prior))[0] ?? null
-    if (ctx.session.mig) ctx.session.mig.computeInstanceId = computeInstanceId
-    return {computeInstanceId}
-  },
+  readPrior: async () => onlyUndone(),
+  apply: async () => onlyUndone(),
 
   async undo(ctx, entry) {
     const gi = entry.prior.gpuInstanceId as number | null
@@ -100,6 +82,10 @@ export const createComputeInstance: StepImpl = {
     const live = ctx.live
     for (const ci of ids) await ctx.gpu.destroyComputeInstance(live.index, gi, ci).catch(tolerateGone)
   },
+}
+
+function onlyUndone(): never {
+  throw new Error('create-ci is only undone: new sessions make the compute instance with -cgi -C')
 }
 
 async function newComputeInstances(ctx: StepContext, gi: number, prior: Json): Promise<number[]> {
