@@ -3,9 +3,8 @@ import {joinMigDevices} from './join-mig-devices.js'
 import {type ListGpus, parseListGpus} from './parse-list-gpus.js'
 import {parseMigCreate} from './parse-mig-create.js'
 import {parseMigLci} from './parse-mig-lci.js'
-import {parseMigLgi} from './parse-mig-lgi.js'
 import {parseSmiTable} from './parse-smi-table.js'
-import {probeHost} from './probe.js'
+import {listGpuInstances, probeHost} from './probe.js'
 import type {Smi} from './smi.js'
 import {isSmiError} from './smi-error.js'
 import type {ComputeInstance, GpuInstance, HostGpu, HostProbe, MigDevice} from './types.js'
@@ -67,14 +66,8 @@ export class SmiGpuControl implements GpuControl {
     return parseListGpus(await this.smi.read(gpuIndex === undefined ? ['-L'] : ['-L', '-i', String(gpuIndex)]))
   }
 
-  async gpuInstances(gpuIndex: number): Promise<GpuInstance[]> {
-    try {
-      return parseMigLgi(await this.smi.read(['mig', '-i', String(gpuIndex), '-lgi']))
-    } catch (error) {
-      // MIG off (or pending) has no instances either
-      if (isSmiError(error) && error.line !== null && /No GPU instances found|No MIG-enabled devices found|not in MIG mode/i.test(error.line)) return []
-      throw error
-    }
+  gpuInstances(gpuIndex: number): Promise<GpuInstance[]> {
+    return listGpuInstances(this.smi, gpuIndex)
   }
 
   /** `-L` lists MIG devices by device index, not GI ID; the default table maps the index to GI/CI. */

@@ -109,11 +109,6 @@ function hostGpuFrom(gpu: KeyedGpu, profiles: readonly MigProfile[] | null, inst
   }
 }
 
-/**
- * Runs one MIG listing. Its "nothing here" message counts as an empty list even though nvidia-smi exits
- * non-zero with it; a refusal the probe can live without yields null; text that is neither a table nor
- * that message is an error, so a changed format never reads as "no instances".
- */
 /** `mig -lgip` and `mig -lgi`: independent reads, made at the same time */
 async function migTables(smi: Smi, migOnly: readonly string[]): Promise<{profiles: MigProfile[] | null; instances: GpuInstance[] | null}> {
   const [profiles, instances] = await Promise.all([
@@ -123,13 +118,34 @@ async function migTables(smi: Smi, migOnly: readonly string[]): Promise<{profile
   return {profiles, instances}
 }
 
-async function listing<T>(smi: Smi, args: readonly string[], parse: (text: string) => T[], empty: RegExp, header: RegExp): Promise<T[] | null> {
+/**
+ * One GPU's instances (`mig -lgi -i N`) for the steps that look for what they made: none when MIG is off, and
+ * output that is neither a table nor a "none" message is an error, never "no instances".
+ */
+export async function listGpuInstances(smi: Smi, gpuIndex: number): Promise<GpuInstance[]> {
+  const none = /No GPU instances found|No MIG-enabled devices found|not in MIG mode/i
+  return (await listing(smi, [...LGI_ARGS, '-i', String(gpuIndex)], parseMigLgi, none, /GPU instances:/, {degrade: false})) ?? []
+}
+
+/**
+ * Runs one MIG listing. Its "nothing here" message counts as an empty list even though nvidia-smi exits
+ * non-zero with it; a refusal the probe can live without yields null (unless degrade is false); text that is
+ * neither a table nor that message is an error, so a changed format never reads as "no instances".
+ */
+async function listing<T>(
+  smi: Smi,
+  args: readonly string[],
+  parse: (text: string) => T[],
+  empty: RegExp,
+  header: RegExp,
+  options: {readonly degrade: boolean} = {degrade: true},
+): Promise<T[] | null> {
   let text: string
   try {
     text = await smi.read(args)
   } catch (error) {
     if (isSmiError(error) && error.line !== null && empty.test(error.line)) return parse(error.stdout)
-    if (isSmiError(error) && DEGRADABLE.has(error.code)) return null
+    if (options.degrade && isSmiError(error) && DEGRADABLE.has(error.code)) return null
     throw error
   }
   const rows = parse(text)

@@ -2,7 +2,7 @@ import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import type {ExecResult, Executor} from '../../../src/core/executor.js'
 import {isCosplayError} from '../../../src/core/errors.js'
-import {probeHost} from '../../../src/host/probe.js'
+import {listGpuInstances, probeHost} from '../../../src/host/probe.js'
 import {Smi} from '../../../src/host/smi.js'
 
 const fixture = (name: string) => readFileSync(join('test/fixtures/nvidia-smi', name), 'utf8')
@@ -230,5 +230,24 @@ describe('probeHost', () => {
   ])('no GPU ($what) is NO_GPU', async ({answer}) => {
     const error = await probeHost(smiFor(new FixtureExecutor({'-q': answer}))).catch((caught: unknown) => caught)
     expect(isCosplayError(error) && [error.code, error.exit]).toEqual(['NO_GPU', 3])
+  })
+})
+
+describe('listGpuInstances (what undo and restore look for)', () => {
+  test('a changed format is SMI_UNPARSEABLE, never "no instances" (which could let MIG mode be turned off)', async () => {
+    const executor = new FixtureExecutor({'mig -lgi -i 0': {stdout: 'Instance list moved to --format=json\n'}})
+    await expect(listGpuInstances(smiFor(executor), 0)).rejects.toMatchObject({code: 'SMI_UNPARSEABLE'})
+  })
+
+  test('"No GPU instances found" (a non-zero exit) and MIG off are no instances', async () => {
+    for (const stdout of [fixture('a30__mig-lgi-no-gpu-instances-found.txt'), 'No MIG-enabled devices found.\n']) {
+      const executor = new FixtureExecutor({'mig -lgi -i 0': {stdout, exitCode: 6}})
+      expect(await listGpuInstances(smiFor(executor), 0)).toEqual([])
+    }
+  })
+
+  test('a refusal is an error here, not a degraded "unknown"', async () => {
+    const executor = new FixtureExecutor({'mig -lgi -i 0': {stdout: '', stderr: 'Insufficient Permissions\n', exitCode: 4}})
+    await expect(listGpuInstances(smiFor(executor), 0)).rejects.toMatchObject({code: 'SMI_PERMISSION'})
   })
 })
