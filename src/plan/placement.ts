@@ -1,4 +1,7 @@
+import {planScore} from './plan-score.js'
 import type {Plan} from './types.js'
+
+export {planScore}
 
 /** One box `up --host a,b` could use: its plan there, or why it cannot take the session. */
 export type PlacementCandidate = {
@@ -10,16 +13,6 @@ export type PlacementCandidate = {
 export type RankedCandidate = PlacementCandidate & {
   /** the planner's score for the plan (RMS of the weighed axes' log ratios; 0 = exact); null when refused */
   readonly score: number | null
-}
-
-/**
- * The planner scores a plan by the RMS of log(expected/target) over the axes its objective weighs (2x too fast
- * and 2x too slow are equally bad); the same score ranks boxes, so "closest" means the same for a slice and a host.
- */
-export function planScore(plan: Pick<Plan, 'weighed'>): number {
-  const logs = plan.weighed.filter((a) => a.expected > 0 && a.target > 0).map((a) => Math.log(a.expected / a.target))
-  if (logs.length === 0) return 0
-  return Math.sqrt(logs.reduce((sum, e) => sum + e * e, 0) / logs.length)
 }
 
 /** Best first: the smallest score; equal scores keep the order the hosts were named in; refused hosts last. */

@@ -3,6 +3,7 @@ import {StateError} from '../core/errors.js'
 import {errorPct, round} from '../core/units.js'
 import {bf16TflopsAt, fp32TflopsAt, migBandwidthGBs, supportedClocksMHz} from './throughput.js'
 import {type MpsLevel, mpsLevels} from './mps-shaping.js'
+import {planScore} from './plan-score.js'
 import type {Expected, GpuWideRequest, Objective, Plan, PlanConstraints, PlanHost, ProfileOption, TargetSummary} from './types.js'
 import {explainPlan} from './warnings.js'
 
@@ -193,6 +194,7 @@ function weighedAxes(objective: Objective, target: Target, expected: Expected): 
     case 'bf16':
       return [tensor ?? fp32]
     case 'bandwidth':
+      // The SM clock does not move bandwidth; the secondary (balanced) score picks the clock.
       return [bandwidth]
     case 'balanced':
       return tensor === null ? [fp32, bandwidth] : [fp32, tensor, bandwidth]
@@ -268,33 +270,13 @@ function sliceFraction(host: PlanHost, shape: Shape): number {
   return shape.profile && total ? shape.profile.memorySlices / total : 1
 }
 
-/** Log ratios make 2x too fast and 2x too slow equally bad. */
-function logError(actual: number, wanted: number): number {
-  return Math.abs(Math.log(actual / wanted))
-}
-
 function tensorTargetTflops(target: Target): number | null {
   return target.bf16Tflops ?? target.fp16Tflops
 }
 
+/** The planner's score of one candidate: the same function that ranks boxes, over the axes the objective weighs. */
 function objectiveError(objective: Objective, target: Target, expected: Expected): number {
-  const fp32 = logError(expected.fp32Tflops, target.fp32Tflops)
-  const bandwidth = logError(expected.bandwidthGBs, target.bandwidthGBs)
-  const tensorWanted = tensorTargetTflops(target)
-  const tensor = tensorWanted === null ? null : logError(expected.bf16Tflops, tensorWanted)
-  switch (objective) {
-    case 'fp32':
-      return fp32
-    case 'bf16':
-      return tensor ?? fp32
-    case 'bandwidth':
-      // The SM clock does not move bandwidth; the secondary (balanced) error picks the clock.
-      return bandwidth
-    case 'balanced': {
-      const axes = tensor === null ? [fp32, bandwidth] : [fp32, tensor, bandwidth]
-      return Math.sqrt(axes.reduce((sum, e) => sum + e * e, 0) / axes.length)
-    }
-  }
+  return planScore({weighed: weighedAxes(objective, target, expected)})
 }
 
 function clamp(value: number, min: number, max: number): number {
