@@ -7,6 +7,7 @@ import {existsSync, readdirSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {BIN, cleanupTemps, type Env, runJson, Sim} from './support/run-cli.js'
+import {freshHost} from './support/crash-points.js'
 import {gpuState, mutatingCalls, waitForCall} from './support/run-cli-async.js'
 
 afterAll(cleanupTemps)
@@ -43,7 +44,7 @@ async function waitForJournal(stateDir: string, kind: string): Promise<void> {
 
 describe('EOF on stdin under GPU_COSPLAY_CANCEL_ON_EOF=1', () => {
   it('finishes the step in flight, undoes everything and fails with INTERRUPTED', async () => {
-    const sim = Sim.create('h200', 1).set('gpus.0.power_limit', 650).set('gpus.0.persistence', false)
+    const sim = freshHost()
     const env = sim.env({GPU_COSPLAY_CANCEL_ON_EOF: '1'})
     const before = gpuState(sim)
     const result = await closeStdinDuringCreate(env, sim)

@@ -1,7 +1,7 @@
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
 
 import {cleanupTemps, runCli, runJson, Sim} from './support/run-cli.js'
-import {killHungSims, startCli, waitForCall} from './support/run-cli-async.js'
+import {killDuring} from './support/crash-points.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -10,13 +10,7 @@ describe('ps', () => {
   it('shows a session whose up was killed half-way as crashed, with the hint to run recover', async () => {
     const sim = Sim.create('h200', 1)
     const env = sim.env()
-    sim.set('faults', [{at: 1, action: 'hang', match: '-cgi'}])
-    const up = startCli(['up', '3090', '--no-container', '--name', 'victim'], env)
-    await waitForCall(sim, (call) => call.fault === 'hang')
-    up.kill('SIGKILL')
-    await up.done
-    killHungSims(sim)
-    sim.set('faults', [])
+    await killDuring(sim, env, ['up', '3090', '--no-container', '--name', 'victim'], ['-cgi'], 'hang')
 
     const listed = runJson(['ps'], env)
     expect(listed.exitCode).toBe(0)

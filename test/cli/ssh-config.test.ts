@@ -4,7 +4,7 @@ import {join} from 'node:path'
 
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
 
-import {cleanupTemps, type Env, runCli, runJson, Sim} from './support/run-cli.js'
+import {cleanupTemps, editBook, type Env, runCli, runJson, Sim} from './support/run-cli.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -14,32 +14,27 @@ const hasSsh = spawnSync('ssh', ['-V']).status === 0
 /** A session as `up` records it once its container runs with sshd on `port` (no Docker needed to read it back). */
 function sessionWithSsh(env: Env, name: string, port: number): void {
   expect(runJson(['up', '3090', '--no-container', '--name', name], env).exitCode).toBe(0)
-  const dir = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
-  const file = join(
-    dir,
-    readdirSync(dir).find((f) => f.endsWith('.json') && !f.startsWith('.'))!,
-  )
-  const book = JSON.parse(readFileSync(file, 'utf8'))
-  const session = book.sessions[name]
-  session.container = {
-    id: 'f'.repeat(64),
-    name: `gpu-cosplay-${name}`,
-    image: 'gpu-cosplay:test',
-    sshPort: port,
-    sshHost: '127.0.0.1',
-    user: 'dev',
-    uid: 1000,
-    gid: 1000,
-    workspace: null,
-  }
-  session.journal.push({
-    kind: 'start-container',
-    state: 'done',
-    params: {spec: {sshPort: port, sshBindAddress: '127.0.0.1', binds: [], env: {}}, access: {user: 'dev', uid: 1000, gid: 1000, workspace: null}},
-    prior: {},
-    result: {sshBindAddress: '127.0.0.1'},
+  editBook(env, (book) => {
+    const session = book.sessions[name]
+    session.container = {
+      id: 'f'.repeat(64),
+      name: `gpu-cosplay-${name}`,
+      image: 'gpu-cosplay:test',
+      sshPort: port,
+      sshHost: '127.0.0.1',
+      user: 'dev',
+      uid: 1000,
+      gid: 1000,
+      workspace: null,
+    }
+    session.journal.push({
+      kind: 'start-container',
+      state: 'done',
+      params: {spec: {sshPort: port, sshBindAddress: '127.0.0.1', binds: [], env: {}}, access: {user: 'dev', uid: 1000, gid: 1000, workspace: null}},
+      prior: {},
+      result: {sshBindAddress: '127.0.0.1'},
+    })
   })
-  writeFileSync(file, JSON.stringify(book))
 }
 
 function resolvedPort(env: Env, host: string): string | undefined {
@@ -71,15 +66,10 @@ describe('ssh-config', () => {
     expect(resolvedPort(env, 'gpu-cosplay-demo')).toBe('40022')
 
     // the session comes back on another port
-    const stateGpus = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
-    const file = join(
-      stateGpus,
-      readdirSync(stateGpus).find((f) => f.endsWith('.json') && !f.startsWith('.'))!,
-    )
-    const book = JSON.parse(readFileSync(file, 'utf8'))
-    book.sessions.demo.container.sshPort = 40777
-    book.sessions.demo.journal.find((e: {kind: string}) => e.kind === 'start-container').params.spec.sshPort = 40777
-    writeFileSync(file, JSON.stringify(book))
+    editBook(env, (book) => {
+      book.sessions.demo.container.sshPort = 40777
+      book.sessions.demo.journal.find((e: {kind: string}) => e.kind === 'start-container').params.spec.sshPort = 40777
+    })
 
     const second = runJson(['ssh-config', 'demo', '--install'], env)
     expect(second.exitCode).toBe(0)

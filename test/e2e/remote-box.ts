@@ -4,10 +4,10 @@
  */
 import {spawnSync} from 'node:child_process'
 import {chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {connect} from 'node:net'
+import {connect, createServer} from 'node:net'
 import {join} from 'node:path'
 
-import {BASE_IMAGE, docker, SIM_BIN} from './support.js'
+import {BASE_IMAGE, BIN, docker, SIM_BIN} from './support.js'
 
 export const BOX_IMAGE = 'gpu-cosplay-test-box:bookworm'
 export const BOX_LABEL = 'io.gpu-cosplay.test-box'
@@ -77,4 +77,47 @@ export async function waitForSshd(port: number, timeoutMs = 30_000): Promise<voi
     if (Date.now() > deadline) throw new Error(`sshd on 127.0.0.1:${port} never answered`)
     await new Promise((r) => setTimeout(r, 200))
   }
+}
+
+export type Result = {exitCode: number | null; stdout: string; stderr: string}
+export type ClientOptions = {env?: Record<string, string>; input?: string}
+
+/** The built CLI on this machine as the client, its HOME from `home()` (a function: the tests make it in beforeAll). */
+export function cliClient(home: () => string) {
+  const clientEnv = (extra: Record<string, string> = {}): Record<string, string> => ({
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home(),
+    NO_COLOR: '1',
+    ...extra,
+  })
+  const client = (args: readonly string[], options: ClientOptions = {}): Result => {
+    const r = spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', env: clientEnv(options.env), input: options.input ?? '', timeout: 120_000})
+    return {exitCode: r.status, stdout: r.stdout, stderr: r.stderr}
+  }
+  const clientJson = (args: readonly string[], options: ClientOptions = {}): Result & {json: any} => {
+    const r = client([...args, '--json'], options)
+    try {
+      return {...r, json: JSON.parse(r.stdout)}
+    } catch {
+      throw new Error(`gpu-cosplay ${args.join(' ')} --json printed no JSON (exit ${r.exitCode}):\n${r.stdout}\n${r.stderr}`)
+    }
+  }
+  return {client, clientEnv, clientJson}
+}
+
+/** An OpenSSH public-key line without its comment (`type base64`): what a known_hosts line pins. */
+export function pinnedKey(publicKeyLine: string): string {
+  return publicKeyLine.trim().split(/\s+/).slice(0, 2).join(' ')
+}
+
+/** A loopback port nothing listened on a moment ago (for an sshd to take, or as an address where nothing answers). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const {port: free} = server.address() as {port: number}
+      server.close(() => resolve(free))
+    })
+  })
 }

@@ -9,19 +9,16 @@
  */
 import {spawnSync} from 'node:child_process'
 import {chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
-import {createServer} from 'node:net'
 import {join} from 'node:path'
 
 import {jest} from '@jest/globals'
 import ssh2 from 'ssh2'
 
 import {SshSession} from '../../src/container/ssh-client.js'
-import {BOX_IMAGE, BOX_LABEL, buildBoxImage, clientHome, waitForSshd} from './remote-box.js'
+import {BOX_IMAGE, BOX_LABEL, buildBoxImage, cliClient, clientHome, freePort, pinnedKey, type Result, waitForSshd} from './remote-box.js'
 import {BASE_IMAGE, BIN, containersOf, docker, NO_SSHD_IMAGE, removeContainers} from './support.js'
 
 jest.setTimeout(300_000)
-
-type Result = {exitCode: number | null; stdout: string; stderr: string}
 
 const ID = `rs${process.pid}`
 const VERSION = JSON.parse(readFileSync('package.json', 'utf8')).version as string
@@ -35,38 +32,10 @@ let boxId: string
 let url: string
 let port: number
 
-function client(args: readonly string[], options: {env?: Record<string, string>; input?: string} = {}): Result {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    encoding: 'utf8',
-    env: {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, NO_COLOR: '1', ...options.env},
-    input: options.input ?? '',
-    timeout: 120_000,
-  })
-  return {exitCode: r.status, stdout: r.stdout, stderr: r.stderr}
-}
-
-function clientJson(args: readonly string[]): Result & {json: any} {
-  const r = client([...args, '--json'])
-  try {
-    return {...r, json: JSON.parse(r.stdout)}
-  } catch {
-    throw new Error(`gpu-cosplay ${args.join(' ')} --json printed no JSON (exit ${r.exitCode}):\n${r.stdout}\n${r.stderr}`)
-  }
-}
+const {client, clientJson} = cliClient(() => home)
 
 function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const {port: free} = server.address() as {port: number}
-      server.close(() => resolve(free))
-    })
-  })
 }
 
 /** The real OpenSSH client with the config --install wrote (and the box's block for the jump). */
@@ -121,7 +90,7 @@ beforeAll(async () => {
   ])
   url = `ssh://tester@127.0.0.1:${port}`
   await waitForSshd(port)
-  const boxKey = docker(['exec', boxId, 'cat', '/etc/ssh/ssh_host_ed25519_key.pub']).trim().split(/\s+/).slice(0, 2).join(' ')
+  const boxKey = pinnedKey(docker(['exec', boxId, 'cat', '/etc/ssh/ssh_host_ed25519_key.pub']))
   writeFileSync(join(home, '.ssh', 'known_hosts'), `[127.0.0.1]:${port} ${boxKey}\n`)
   // OpenSSH takes ~ from the password file, not $HOME: tell the jump to the box where this HOME keeps its files
   writeFileSync(
@@ -192,11 +161,7 @@ describe('a session with sshd on the box', () => {
     const r = clientJson(['ssh-config', name, '--host', url, '--install'])
     expect(r.exitCode).toBe(0)
     const alias = `gpu-cosplay-127.0.0.1-${port}-${name}`
-    const sessionKey = docker(['exec', `gpu-cosplay-${name}`, 'cat', '/etc/ssh/ssh_host_ed25519_key.pub'])
-      .trim()
-      .split(/\s+/)
-      .slice(0, 2)
-      .join(' ')
+    const sessionKey = pinnedKey(docker(['exec', `gpu-cosplay-${name}`, 'cat', '/etc/ssh/ssh_host_ed25519_key.pub']))
     expect(r.json).toMatchObject({host: alias, hostName: '127.0.0.1', proxyJump: `tester@127.0.0.1:${port}`, hostKey: sessionKey})
     expect(readFileSync(r.json.knownHostsFile, 'utf8')).toBe(`${alias} ${sessionKey}\n`)
     expect(statSync(r.json.identityFile).mode & 0o077).toBe(0)
@@ -206,7 +171,7 @@ describe('a session with sshd on the box', () => {
     expect({out: logged.stdout, code: logged.exitCode}).toEqual({out: 'NVIDIA GeForce RTX 3090\n', code: 3})
 
     // another key filed for the alias: OpenSSH refuses the container (255), then the real one works again
-    const other = ssh2.utils.generateKeyPairSync('ed25519').public.trim().split(/\s+/).slice(0, 2).join(' ')
+    const other = pinnedKey(ssh2.utils.generateKeyPairSync('ed25519').public)
     writeFileSync(r.json.knownHostsFile, `${alias} ${other}\n`)
     expect(openssh([alias, 'true']).exitCode).toBe(255)
     writeFileSync(r.json.knownHostsFile, `${alias} ${sessionKey}\n`)

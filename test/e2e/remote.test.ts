@@ -13,35 +13,17 @@ import {jest} from '@jest/globals'
 
 import {planScore} from '../../src/plan/placement.js'
 import {observedGpus} from '../cli/support/run-cli-async.js'
-import {BOX_IMAGE, BOX_LABEL as LABEL, buildBoxImage, clientHome, waitForSshd} from './remote-box.js'
+import {BOX_IMAGE, BOX_LABEL as LABEL, buildBoxImage, cliClient, clientHome, freePort, pinnedKey, waitForSshd} from './remote-box.js'
 import {BIN, docker, waitFor} from './support.js'
 
 jest.setTimeout(300_000)
-
-type Result = {exitCode: number | null; stdout: string; stderr: string}
 
 let home: string
 let boxId: string
 let url: string
 let port: number
 
-function client(args: readonly string[], env: Record<string, string> = {}): Result {
-  const r = spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', env: clientEnv(env), timeout: 120_000})
-  return {exitCode: r.status, stdout: r.stdout, stderr: r.stderr}
-}
-
-function clientJson(args: readonly string[], env: Record<string, string> = {}): Result & {json: any} {
-  const r = client([...args, '--json'], env)
-  try {
-    return {...r, json: JSON.parse(r.stdout)}
-  } catch {
-    throw new Error(`gpu-cosplay ${args.join(' ')} --json printed no JSON (exit ${r.exitCode}):\n${r.stdout}\n${r.stderr}`)
-  }
-}
-
-function clientEnv(extra: Record<string, string>): Record<string, string> {
-  return {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, NO_COLOR: '1', ...extra}
-}
+const {client, clientEnv, clientJson} = cliClient(() => home)
 
 /** a command on the box, as root (the test's view from outside, never through the client) */
 function onBox(script: string): string {
@@ -55,6 +37,24 @@ function boxSmi(args: string): string {
 /** the box's GPU as an observer sees it: what must come back exactly */
 function boxGpu(): unknown[] {
   return observedGpus(JSON.parse(boxSmi('--sim-dump')))
+}
+
+/**
+ * Starts `up --host` for a session `name` whose create-gi on the box is delayed 4 s, and returns once the box's
+ * journal names create-gi: the journal names a step before it acts, so the (delayed) create is then in flight.
+ */
+async function startUpMidCreate(name: string) {
+  boxSmi('--sim-set faults=\'[{"at": 1, "action": "delay", "seconds": 4, "match": "-cgi"}]\'')
+  onBox(': > /var/lib/sim/state.json.calls.log')
+  const child = spawn(process.execPath, [BIN, 'up', '1650', '--match', 'fp32', '--no-container', '--name', name, '--host', url, '--json'], {
+    env: clientEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  child.stdout.on('data', (d) => (stdout += d))
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+  await waitFor(() => onBox('cat /var/lib/gpu-cosplay/gpus/*.json 2>/dev/null || true').includes('"create-gi"'), 60_000)
+  return {child, stdout: () => stdout, exited}
 }
 
 function boxCalls(): Array<{argv: string[]; exit: number | null}> {
@@ -71,7 +71,7 @@ beforeAll(async () => {
   port = Number(/:(\d+)\s*$/m.exec(docker(['port', boxId, '22/tcp']).split('\n')[0])![1])
   url = `ssh://tester@127.0.0.1:${port}`
   await waitForSshd(port)
-  const hostKey = onBox('cat /etc/ssh/ssh_host_ed25519_key.pub').trim().split(/\s+/).slice(0, 2).join(' ')
+  const hostKey = pinnedKey(onBox('cat /etc/ssh/ssh_host_ed25519_key.pub'))
   writeFileSync(join(home, '.ssh', 'known_hosts'), `[127.0.0.1]:${port} ${hostKey}\n`)
 }, 900_000)
 
@@ -106,7 +106,7 @@ describe('before anything is installed on the box', () => {
     mkdirSync(join(other, '.ssh'))
     copyFileSync(join(home, '.ssh', 'id_ed25519'), join(other, '.ssh', 'id_ed25519'))
     writeFileSync(join(other, '.ssh', 'known_hosts'), '')
-    const unknown = clientJson(['ps', '--host', url], {HOME: other})
+    const unknown = clientJson(['ps', '--host', url], {env: {HOME: other}})
     expect([unknown.json.error.code, unknown.exitCode]).toEqual(['REMOTE_HOST_KEY_UNKNOWN', 5])
   })
 
@@ -115,14 +115,19 @@ describe('before anything is installed on the box', () => {
     mkdirSync(join(other, '.ssh'))
     copyFileSync(join(home, '.ssh', 'id_ed25519'), join(other, '.ssh', 'id_ed25519'))
     spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(other, 'fake')], {stdio: 'ignore'})
-    const fake = readFileSync(join(other, 'fake.pub'), 'utf8').trim().split(/\s+/).slice(0, 2).join(' ')
+    const fake = pinnedKey(readFileSync(join(other, 'fake.pub'), 'utf8'))
     writeFileSync(join(other, '.ssh', 'known_hosts'), `[127.0.0.1]:${port} ${fake}\n`)
-    const r = clientJson(['ps', '--host', url], {HOME: other})
+    const r = clientJson(['ps', '--host', url], {env: {HOME: other}})
     expect([r.json.error.code, r.exitCode]).toEqual(['REMOTE_HOST_KEY_CHANGED', 5])
   })
 })
 
 describe('with this build pushed by remote install', () => {
+  // a test that fails half-way must not leave its delay to the next one
+  afterEach(() => {
+    if (boxId) boxSmi("--sim-set faults='[]'")
+  })
+
   beforeAll(() => {
     const r = clientJson(['remote', 'install', '--host', url])
     if (r.exitCode !== 0) throw new Error(`remote install failed: ${r.stdout}${r.stderr}`)
@@ -162,7 +167,7 @@ describe('with this build pushed by remote install', () => {
   it('a remote failure keeps its code and exit, and odd arguments arrive exactly', () => {
     const name = "it's $HOME; `id`\nx"
     const r = clientJson(['down', name, '--host', url])
-    const local = clientJson(['down', name], {GPU_COSPLAY_STATE_DIR: join(home, 'local-state'), GPU_COSPLAY_NVIDIA_SMI: '/nonexistent'})
+    const local = clientJson(['down', name], {env: {GPU_COSPLAY_STATE_DIR: join(home, 'local-state'), GPU_COSPLAY_NVIDIA_SMI: '/nonexistent'}})
     expect([r.json.error.code, r.exitCode]).toEqual([local.json.error.code, local.exitCode])
     // control characters come back escaped, as every message shows them
     expect(r.json.error.message).toContain(name.replace('\n', '\\n'))
@@ -170,35 +175,17 @@ describe('with this build pushed by remote install', () => {
 
   it('Ctrl-C on the client mid-up: the box undoes the up, and the client shows its INTERRUPTED with its exit', async () => {
     const before = boxGpu()
-    boxSmi('--sim-set faults=\'[{"at": 1, "action": "delay", "seconds": 4, "match": "-cgi"}]\'')
-    onBox(': > /var/lib/sim/state.json.calls.log')
-    const child = spawn(process.execPath, [BIN, 'up', '1650', '--match', 'fp32', '--no-container', '--name', 'ctrl-c', '--host', url, '--json'], {
-      env: clientEnv({}),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
-    await waitFor(() => onBox('cat /var/lib/gpu-cosplay/gpus/*.json 2>/dev/null || true').includes('"create-gi"'), 60_000)
+    const {child, stdout, exited} = await startUpMidCreate('ctrl-c')
     child.kill('SIGINT')
     const exitCode = await exited
-    expect([JSON.parse(stdout).error.code, exitCode]).toEqual(['INTERRUPTED', 3])
+    expect([JSON.parse(stdout()).error.code, exitCode]).toEqual(['INTERRUPTED', 3])
     expect(boxCalls().find((c) => c.argv.includes('-cgi'))?.exit).toBe(0)
     expect(boxGpu()).toEqual(before)
-    boxSmi("--sim-set faults='[]'")
   })
 
   it('a client killed mid-up: the box finishes the step in flight, unwinds, and leaves nothing half-done', async () => {
     const before = boxGpu()
-    boxSmi('--sim-set faults=\'[{"at": 1, "action": "delay", "seconds": 4, "match": "-cgi"}]\'')
-    onBox(': > /var/lib/sim/state.json.calls.log')
-    const child = spawn(process.execPath, [BIN, 'up', '1650', '--match', 'fp32', '--no-container', '--name', 'victim', '--host', url, '--json'], {
-      env: clientEnv({}),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    const exited = new Promise((resolve) => child.on('close', resolve))
-    // the box's journal names create-gi before it acts: the (delayed) create is then in flight
-    await waitFor(() => onBox('cat /var/lib/gpu-cosplay/gpus/*.json 2>/dev/null || true').includes('"create-gi"'), 60_000)
+    const {child, exited} = await startUpMidCreate('victim')
     child.kill('SIGKILL')
     await exited
     // on the box: the create finished (exit 0), then its instance was destroyed, and nothing runs any more
@@ -208,7 +195,6 @@ describe('with this build pushed by remote install', () => {
     expect(calls.find((c) => c.argv.includes('-cgi'))?.exit).toBe(0)
     expect(boxGpu()).toEqual(before)
     expect(clientJson(['ps', '--host', url]).json).toEqual([])
-    boxSmi("--sim-set faults='[]'")
   })
 })
 
@@ -228,14 +214,11 @@ describe('up on several boxes: the closest plan wins', () => {
     const port2 = Number(/:(\d+)\s*$/m.exec(docker(['port', box2, '22/tcp']).split('\n')[0])![1])
     url2 = `ssh://tester@127.0.0.1:${port2}`
     await waitForSshd(port2)
-    const key2 = onBox2('cat /etc/ssh/ssh_host_ed25519_key.pub').trim().split(/\s+/).slice(0, 2).join(' ')
+    const key2 = pinnedKey(onBox2('cat /etc/ssh/ssh_host_ed25519_key.pub'))
     writeFileSync(join(home, '.ssh', 'known_hosts'), `[127.0.0.1]:${port2} ${key2}\n`, {flag: 'a'})
     const installed = clientJson(['remote', 'install', '--host', url2])
     if (installed.exitCode !== 0) throw new Error(`remote install on the second box failed: ${installed.stdout}${installed.stderr}`)
-    const server = (await import('node:net')).createServer()
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    closed = `ssh://tester@127.0.0.1:${(server.address() as {port: number}).port}`
-    await new Promise((resolve) => server.close(resolve))
+    closed = `ssh://tester@127.0.0.1:${await freePort()}`
   }, 300_000)
 
   afterAll(() => {

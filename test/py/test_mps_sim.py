@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -92,8 +93,10 @@ class MpsSimTest(unittest.TestCase):
     def test_a_killed_daemon_leaves_a_stale_socket_that_a_new_start_replaces(self):
         pid = self.start()
         os.kill(pid, 9)
-        while alive(pid):
-            pass
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertFalse(alive(pid))
         self.assertEqual(self.control("get_default_active_thread_percentage\n").returncode, 1)
         self.start()
 
@@ -124,6 +127,14 @@ class MpsSimTest(unittest.TestCase):
         env = dict(self.env, GPU_COSPLAY_SIM_MPS_FAIL="-d")
         self.assertEqual(self.run_mps(["-d"], env=env).returncode, 1)
         self.assertFalse(os.path.exists(os.path.join(self.pipe, "control")))
+
+    def test_a_daemon_that_dies_before_answering_fails_the_start_and_leaves_no_socket(self):
+        os.makedirs(os.path.join(self.logs, "control.log"))  # a folder: the daemon cannot open its log
+        result = self.run_mps(["-d"])
+        self.assertEqual(result.returncode, 1)
+        self.assertNotEqual(result.stderr.strip(), "")
+        self.assertFalse(os.path.exists(os.path.join(self.pipe, "control")))
+        self.assertEqual(self.control("get_default_active_thread_percentage\n").returncode, 1)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,7 @@
  * that does not print the compute instance's ID, and for a session journaled by an older gpu-cosplay (separate
  * create-gi and create-ci steps), `down` still removes exactly what the session made.
  */
-import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
-
-import {cleanupTemps, runCli, runJson, Sim} from '../support/run-cli.js'
+import {cleanupTemps, editBook, runCli, runJson, Sim} from '../support/run-cli.js'
 import {gpuState} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
@@ -32,27 +29,22 @@ describe('the slice and its compute instance in one call', () => {
     const before = gpuState(sim)
     const up = runJson(['up', 't4', '--no-container', '--name', 'older'], env)
     expect(up.exitCode).toBe(0)
-    const gpus = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
-    const file = join(
-      gpus,
-      readdirSync(gpus).find((f) => f.endsWith('.json'))!,
-    )
-    const book = JSON.parse(readFileSync(file, 'utf8'))
-    const journal = book.sessions.older.journal
-    const at = journal.findIndex((e: any) => e.kind === 'create-gi')
-    const gi = journal[at]
-    // as the older version wrote it: -cgi alone, then -cci in the new GPU instance
-    const {computeInstanceId} = gi.result
-    delete gi.params.withComputeInstance
-    gi.result = {gpuInstanceId: gi.result.gpuInstanceId}
-    journal.splice(at + 1, 0, {
-      kind: 'create-ci',
-      state: 'done',
-      params: {},
-      prior: {gpuInstanceId: gi.result.gpuInstanceId, computeInstanceIds: []},
-      result: {computeInstanceId},
+    editBook(env, (book) => {
+      const journal = book.sessions.older.journal
+      const at = journal.findIndex((e: any) => e.kind === 'create-gi')
+      const gi = journal[at]
+      // as the older version wrote it: -cgi alone, then -cci in the new GPU instance
+      const {computeInstanceId} = gi.result
+      delete gi.params.withComputeInstance
+      gi.result = {gpuInstanceId: gi.result.gpuInstanceId}
+      journal.splice(at + 1, 0, {
+        kind: 'create-ci',
+        state: 'done',
+        params: {},
+        prior: {gpuInstanceId: gi.result.gpuInstanceId, computeInstanceIds: []},
+        result: {computeInstanceId},
+      })
     })
-    writeFileSync(file, JSON.stringify(book))
     sim.clearCalls()
     expect(runCli(['down', 'older'], env).exitCode).toBe(0)
     expect(

@@ -2,14 +2,12 @@
  * How many times `up` and `down` call nvidia-smi on an 8-GPU H200 box (issue 9's targets). On a real box each
  * `-q` costs hundreds of ms while the GPU's lock is held. Counts are deterministic: this is not a timed test.
  */
-import {join} from 'node:path'
 
-import {cleanupTemps, type Env, ROOT, runCli, Sim, type SimCall} from '../support/run-cli.js'
+import {cleanupTemps, type Env, MPS_SIM_BIN, runCli, Sim, type SimCall} from '../support/run-cli.js'
 import {gpuState} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
 
-const MPS_SIM = join(ROOT, 'test', 'sim', 'nvidia-cuda-mps-control')
 const GPU_WIDE = ['-lgc', '-rgc', '-pl', '-pm']
 
 function callsOf(sim: Sim, env: Env, args: readonly string[]): SimCall[] {
@@ -23,7 +21,7 @@ const shown = (calls: readonly SimCall[]) => calls.map((c) => c.argv.join(' '))
 
 describe.each([
   ['classic (clocks and power)', {}],
-  ['MPS', {GPU_COSPLAY_MPS_CONTROL: MPS_SIM}],
+  ['MPS', {GPU_COSPLAY_MPS_CONTROL: MPS_SIM_BIN}],
 ])('nvidia-smi calls on an 8x H200, %s', (label, extra: Env) => {
   const sim = Sim.create('h200', 8)
   const env = sim.env(extra)

@@ -6,12 +6,11 @@
 import {existsSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {cleanupTemps, type Env, ROOT, runCli, runJson, Sim} from '../support/run-cli.js'
+import {cleanupTemps, type Env, MPS_SIM_BIN, runCli, runJson, Sim} from '../support/run-cli.js'
 import {gpuState, killHungSims, startCli} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
 
-const MPS_SIM = join(ROOT, 'test', 'sim', 'nvidia-cuda-mps-control')
 /** Seven small targets: each fits a 1g.18gb slice of an H200 (16 SMs, 8.1 FP32 TFLOPS at 1980 MHz). */
 const TEAM = ['gtx_1650', 'gtx_1660', 'gtx_1660_ti', 'rtx_2060', 'rtx_2060_12g', 'rtx_2070', 't4']
 /** MPS gives whole TPCs (2 SMs): on an H200 SM at 1980 MHz that is 1.01 TFLOPS a step */
@@ -20,7 +19,7 @@ const TPC_TFLOPS = (2 * 256 * 1980) / 1e6
 type MpsRecord = {argv: string[]; command: string | null; cudaVisibleDevices: string | null; pipeDirectory: string}
 
 function mpsEnv(sim: Sim, extra: Env = {}): Env {
-  return sim.env({GPU_COSPLAY_MPS_CONTROL: MPS_SIM, GPU_COSPLAY_SIM_MPS_LOG: join(sim.dir, 'mps.log'), ...extra})
+  return sim.env({GPU_COSPLAY_MPS_CONTROL: MPS_SIM_BIN, GPU_COSPLAY_SIM_MPS_LOG: join(sim.dir, 'mps.log'), ...extra})
 }
 
 function mpsLog(sim: Sim): MpsRecord[] {

@@ -5,13 +5,14 @@
  * Build first: npm run build.
  */
 import {spawnSync} from 'node:child_process'
-import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 export const ROOT = process.cwd()
 export const BIN = join(ROOT, 'bin', 'run.js')
 export const SIM_BIN = join(ROOT, 'test', 'sim', 'nvidia-smi')
+export const MPS_SIM_BIN = join(ROOT, 'test', 'sim', 'nvidia-cuda-mps-control')
 /** a socket path that cannot exist: doctor's Docker check fails fast and the same way everywhere */
 export const NO_DOCKER = 'unix:///nonexistent/gpu-cosplay-test/docker.sock'
 
@@ -163,4 +164,18 @@ export class Sim {
 /** The checks every bad-input case shares: one line on stderr, no stack trace. */
 export function stderrLines(result: CliResult): string[] {
   return result.stderr.split('\n').filter((line) => line.trim() !== '')
+}
+
+/**
+ * Find, edit and save the GPU book of a run's state folder (one GPU: one book), to stage what the CLI alone
+ * would not write (an older version's journal, a container without Docker).
+ */
+export function editBook(env: Env, edit: (book: any) => void): void {
+  const dir = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')
+  const books = readdirSync(dir).filter((f) => f.endsWith('.json') && !f.startsWith('.'))
+  if (books.length !== 1) throw new Error(`expected one GPU book in ${dir}, found ${books.join(', ') || 'none'}`)
+  const file = join(dir, books[0])
+  const book = JSON.parse(readFileSync(file, 'utf8'))
+  edit(book)
+  writeFileSync(file, JSON.stringify(book))
 }

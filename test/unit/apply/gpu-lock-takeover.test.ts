@@ -73,6 +73,13 @@ function start(mode: 'hold' | 'wait', stateDir: string, log: string, waitMs = 60
   return {child, done: new Promise((resolve) => child.on('exit', () => resolve()))}
 }
 
+/** what one process noted, in order */
+function whatOf(log: string, pid: number | undefined): string[] {
+  return notes(log)
+    .filter((n) => n.pid === pid)
+    .map((n) => n.what)
+}
+
 async function until(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((r) => setTimeout(r, 20))
 }
@@ -107,11 +114,7 @@ describe('gpu lock: takeover of a holder killed on this host', () => {
     const holder = await heldLock(stateDir, log, lock)
     const waiter = start('wait', stateDir, log, 1_500)
     await waiter.done
-    expect(
-      notes(log)
-        .filter((n) => n.pid === waiter.child.pid)
-        .map((n) => n.what),
-    ).toEqual(['error GPU_LOCKED'])
+    expect(whatOf(log, waiter.child.pid)).toEqual(['error GPU_LOCKED'])
     expect(fs.existsSync(lock)).toBe(true)
     holder.child.kill('SIGKILL')
     await holder.done
@@ -126,11 +129,7 @@ describe('gpu lock: takeover of a holder killed on this host', () => {
     await holder.done
     const waiter = start('wait', stateDir, log, 1_500)
     await waiter.done
-    expect(
-      notes(log)
-        .filter((n) => n.pid === waiter.child.pid)
-        .map((n) => n.what),
-    ).toEqual(['error GPU_LOCKED'])
+    expect(whatOf(log, waiter.child.pid)).toEqual(['error GPU_LOCKED'])
   }, 60_000)
 
   it('ignores a record of a dead pid that names another lock directory (a live holder took it since)', async () => {
@@ -140,18 +139,11 @@ describe('gpu lock: takeover of a holder killed on this host', () => {
     dead.child.kill('SIGKILL')
     await dead.done
     // The next holder took over; the earlier (dead) holder's record is put back, as if the new one had not written its own yet.
-    const live = start('hold', stateDir, log)
-    await until(() => notes(log).some((n) => n.pid === live.child.pid && n.what === 'enter'))
+    const live = await heldLock(stateDir, log, lock)
     fs.writeFileSync(`${lock}.owner`, staleRecord)
-    const future = new Date(Date.now() + 3_600_000)
-    fs.utimesSync(lock, future, future)
     const waiter = start('wait', stateDir, log, 1_500)
     await waiter.done
-    expect(
-      notes(log)
-        .filter((n) => n.pid === waiter.child.pid)
-        .map((n) => n.what),
-    ).toEqual(['error GPU_LOCKED'])
+    expect(whatOf(log, waiter.child.pid)).toEqual(['error GPU_LOCKED'])
     live.child.kill('SIGKILL')
     await live.done
   }, 60_000)

@@ -5,31 +5,21 @@ import {describe, expect, it} from '@jest/globals'
 import {privilegesCheck} from '../../../src/commands/doctor.js'
 
 import {usageLine} from '../../../src/commands/support/base-command.js'
-import type {ExecOptions, ExecResult, Executor} from '../../../src/core/executor.js'
 import {checkSmiPrivileges} from '../../../src/host/privileges.js'
-
-class ScriptedExecutor implements Executor {
-  readonly seen: string[][] = []
-  constructor(private readonly answer: Partial<ExecResult> | Error) {}
-  async run(argv: readonly string[], _options?: ExecOptions): Promise<ExecResult> {
-    this.seen.push([...argv])
-    if (this.answer instanceof Error) throw this.answer
-    return {exitCode: 0, stdout: '', stderr: '', timedOut: false, ...this.answer}
-  }
-}
+import {ScriptedExecutor} from '../support/scripted-executor.js'
 
 describe('checkSmiPrivileges', () => {
   it('root needs no sudo and runs nothing', async () => {
     const executor = new ScriptedExecutor(new Error('must not run'))
     expect((await checkSmiPrivileges(executor, '/usr/bin/nvidia-smi', 0)).mode).toBe('root')
-    expect(executor.seen).toEqual([])
+    expect(executor.argvs).toEqual([])
   })
 
   it('asks sudo -n -l for the exact nvidia-smi path', async () => {
     const executor = new ScriptedExecutor({stdout: '/usr/bin/nvidia-smi\n'})
     const result = await checkSmiPrivileges(executor, '/usr/bin/nvidia-smi', 1000)
     expect(result.mode).toBe('sudo')
-    expect(executor.seen).toEqual([['sudo', '-n', '-l', '/usr/bin/nvidia-smi']])
+    expect(executor.argvs).toEqual([['sudo', '-n', '-l', '/usr/bin/nvidia-smi']])
   })
 
   it.each([

@@ -9,10 +9,12 @@ export const GOLDEN_DIR = join(process.cwd(), 'test', 'fixtures', 'export')
 
 export function golden(name: string, actual: string): string {
   const path = join(GOLDEN_DIR, name)
-  if (process.env.UPDATE_GOLDEN === '1' || !existsSync(path)) {
+  if (process.env.UPDATE_GOLDEN === '1') {
     mkdirSync(dirname(path), {recursive: true})
     writeFileSync(path, actual)
   }
+  // a missing golden fails: writing it here would compare the output with itself
+  if (!existsSync(path)) throw new Error(`golden file ${path} is missing: run with UPDATE_GOLDEN=1 to write it, then review it`)
   return readFileSync(path, 'utf8')
 }
 

@@ -1,18 +1,9 @@
 import {describe, expect, it} from '@jest/globals'
 
-import {CosplayError} from '../../../src/core/errors.js'
-import type {ExecOptions, ExecResult, Executor} from '../../../src/core/executor.js'
+import type {ExecResult, Executor} from '../../../src/core/executor.js'
 import {measureHostPerf} from '../../../src/host/measure-host-perf.js'
-
-class ScriptedExecutor implements Executor {
-  readonly seen: {argv: string[]; options?: ExecOptions}[] = []
-  constructor(private readonly answer: Partial<ExecResult> | Error) {}
-  async run(argv: readonly string[], options?: ExecOptions): Promise<ExecResult> {
-    this.seen.push({argv: [...argv], options})
-    if (this.answer instanceof Error) throw this.answer
-    return {exitCode: 0, stdout: '', stderr: '', timedOut: false, ...this.answer}
-  }
-}
+import {ScriptedExecutor} from '../support/scripted-executor.js'
+import {rejected} from '../support/thrown.js'
 
 const OPTIONS = {python: 'python3', script: '/opt/x/gpu_cosplay_perf.py', gpuIndex: 1, gpuUuid: 'GPU-abc'}
 const measurement = (kind: 'cuda' | 'cpu') =>
@@ -29,23 +20,15 @@ const measurement = (kind: 'cuda' | 'cpu') =>
     elapsedS: 8,
   })
 
-async function failure(executor: Executor): Promise<CosplayError> {
-  try {
-    await measureHostPerf(executor, OPTIONS)
-  } catch (error) {
-    if (error instanceof CosplayError) return error
-    throw error
-  }
-  throw new Error('expected a CosplayError')
-}
+const failure = (executor: Executor) => rejected(measureHostPerf(executor, OPTIONS))
 
 describe('measureHostPerf', () => {
   it('runs the script on the GPU named by UUID, without the VRAM probe', async () => {
     const executor = new ScriptedExecutor({stdout: measurement('cuda')})
     const m = await measureHostPerf(executor, OPTIONS)
     expect(m.axes.bf16.measured).toBe(780)
-    expect(executor.seen[0].argv).toEqual(['python3', '/opt/x/gpu_cosplay_perf.py', '--device', 'cuda', '--no-vram', '--smi-id', 'GPU-abc'])
-    expect(executor.seen[0].options?.env).toEqual({CUDA_VISIBLE_DEVICES: 'GPU-abc'})
+    expect(executor.calls[0].argv).toEqual(['python3', '/opt/x/gpu_cosplay_perf.py', '--device', 'cuda', '--no-vram', '--smi-id', 'GPU-abc'])
+    expect(executor.calls[0].options?.env).toEqual({CUDA_VISIBLE_DEVICES: 'GPU-abc'})
   })
 
   it.each([

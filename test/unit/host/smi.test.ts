@@ -1,32 +1,14 @@
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
-import type {ExecOptions, ExecResult, Executor} from '../../../src/core/executor.js'
 import {isCosplayError} from '../../../src/core/errors.js'
 import {SmiError} from '../../../src/host/smi-error.js'
 import {classifySmiFailure, Smi, smiPathFrom} from '../../../src/host/smi.js'
+import {ScriptedExecutor} from '../support/scripted-executor.js'
+import {rejected} from '../support/thrown.js'
 
 const fixture = (name: string) => readFileSync(join('test/fixtures/nvidia-smi', name), 'utf8')
 
-/** Answers every call with one scripted result and records what it was asked to run. */
-class ScriptedExecutor implements Executor {
-  readonly calls: Array<{argv: readonly string[]; options?: ExecOptions}> = []
-  constructor(private readonly answer: Partial<ExecResult> | Error) {}
-  async run(argv: readonly string[], options?: ExecOptions): Promise<ExecResult> {
-    this.calls.push({argv, options})
-    if (this.answer instanceof Error) throw this.answer
-    return {exitCode: 0, stdout: '', stderr: '', timedOut: false, ...this.answer}
-  }
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<SmiError> {
-  try {
-    await promise
-  } catch (error) {
-    if (error instanceof SmiError) return error
-    throw error
-  }
-  throw new Error('expected the call to fail')
-}
+const failureOf = (promise: Promise<unknown>) => rejected(promise, SmiError)
 
 describe('smiPathFrom', () => {
   test('prefers GPU_COSPLAY_NVIDIA_SMI and falls back to PATH lookup', () => {
