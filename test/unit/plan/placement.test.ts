@@ -23,16 +23,28 @@ describe('rankCandidates', () => {
   const refused = {code: 'MIG_NO_FREE_SLOT', message: 'GPU 0 has no free MIG slice'}
 
   it('puts the smallest score first, refused hosts last, and keeps the named order on a tie', () => {
-    const plan = planOn('h200', 't4', 'fp32')
-    const worse = planOn('a30', 't4', 'balanced')
+    const near = {weighed: [axis(10.5, 10)]}
+    const far = {weighed: [axis(14, 10)]}
     const ranked = rankCandidates([
       {host: 'full', plan: null, refused},
-      {host: 'a', plan: worse, refused: null},
-      {host: 'b', plan, refused: null},
-      {host: 'c', plan, refused: null},
+      {host: 'a', plan: far, refused: null},
+      {host: 'b', plan: near, refused: null},
+      {host: 'c', plan: near, refused: null},
     ])
-    expect(ranked.map((c) => c.host)).toEqual(planScore(worse) > planScore(plan) ? ['b', 'c', 'a', 'full'] : ['a', 'b', 'c', 'full'])
+    expect(ranked.map((c) => c.host)).toEqual(['b', 'c', 'a', 'full'])
     expect(ranked.at(-1)?.score).toBeNull()
+  })
+
+  it('ranks real plans by the score the planner gives them: a T4 matched for FP32 on an H200 beats its balanced plan on an A30', () => {
+    const fp32 = planOn('h200', 't4', 'fp32')
+    const balanced = planOn('a30', 't4', 'balanced')
+    expect(planScore(fp32)).toBeLessThan(planScore(balanced))
+    expect(
+      rankCandidates([
+        {host: 'a30', plan: balanced, refused: null},
+        {host: 'h200', plan: fp32, refused: null},
+      ]).map((c) => c.host),
+    ).toEqual(['h200', 'a30'])
   })
 
   it('says which host was chosen and what every other one offered', () => {
