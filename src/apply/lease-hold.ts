@@ -3,11 +3,11 @@ import {InputError, StateError} from '../core/errors.js'
 import {pickGpu} from '../host/pick-gpu.js'
 import type {HostGpu} from '../host/types.js'
 import {hostModelFor, settingRangesOf} from '../plan/plan-host.js'
-import {supportedClocksMHz} from '../plan/throughput.js'
+import {CLOCK_STEP_MHZ, supportedClocksMHz} from '../plan/throughput.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
 import {type GpuBook, isLeaseSession, type LeaseSessionRecord, newSessionBase, type Setting, type SettingValue} from './gpu-book.js'
-import {lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
+import {lockClocks, setPersistence, setPowerLimit, stepKindOf} from './steps/lease-steps.js'
 import type {PlannedStep} from './steps/step.js'
 import {assertMayEnd, endSessionLocked, type Requester} from './tear-down.js'
 
@@ -135,7 +135,7 @@ async function holdLocked(request: HoldRequest, deps: HoldDeps, open: OpenBook):
   const notes = [...notesOf(open), ...ctx.notes]
   const settings: HoldOutcome['settings'] = []
   for (const [setting, value] of requestedSettings(request)) {
-    const entry = session.journal.find((e) => e.kind === STEP_OF[setting] && e.state === 'done')
+    const entry = session.journal.find((e) => e.kind === stepKindOf(setting) && e.state === 'done')
     if (!entry) notes.push(`GPU ${open.live.index} does not report its ${setting}, so it was not held`)
     else settings.push({setting, value, action: ACTION_OF[entry.prior.mode as string] ?? 'set'})
   }
@@ -166,7 +166,6 @@ export async function releaseLease(request: {hostGpu: number; holder: string}, r
   )
 }
 
-const STEP_OF = {persistence: 'set-persistence', 'mig-mode': 'enable-mig', clocks: 'lock-clocks', 'power-limit': 'set-power-limit'} as const
 const ACTION_OF: Readonly<Record<string, HoldAction>> = {change: 'set', adopt: 'adopted', join: 'joined'}
 
 function requestedSettings(values: LeaseValues): [Setting, SettingValue][] {
@@ -198,7 +197,7 @@ function assertValuesFit(values: LeaseValues, live: HostGpu, catalog: Catalog): 
       const nearest = [...supported].sort((a, b) => Math.abs(a - values.clockMHz!) - Math.abs(b - values.clockMHz!))[0]
       throw new InputError(
         'BAD_CLOCK',
-        `${gpu} cannot lock its clock at ${values.clockMHz} MHz: it supports ${clockRangeMHz.min}-${clockRangeMHz.max} MHz in 15 MHz steps down from ${clockRangeMHz.max}`,
+        `${gpu} cannot lock its clock at ${values.clockMHz} MHz: it supports ${clockRangeMHz.min}-${clockRangeMHz.max} MHz in ${CLOCK_STEP_MHZ} MHz steps down from ${clockRangeMHz.max}`,
         {fix: [`e.g. --clock-mhz ${nearest}`]},
       )
     }

@@ -140,6 +140,11 @@ function show(value: SettingValue): string {
   return value === null ? 'unlocked' : String(value)
 }
 
+/** the journal step that changes a setting */
+export function stepKindOf(setting: Setting): StepKind {
+  return ACCESS[setting].kind
+}
+
 export const setPersistence = leaseStep(PERSISTENCE)
 export const enableMig = leaseStep(MIG_MODE)
 export const lockClocks = leaseStep(CLOCKS)
