@@ -1,6 +1,5 @@
 import type {HostProbe} from '../host/types.js'
-import {isLeaseSession, type Lease, type Setting} from './gpu-book.js'
-import {listBooks} from './book-store.js'
+import {type GpuBook, isLeaseSession, type Lease, type Setting} from './gpu-book.js'
 
 export type SessionSummary = {
   name: string
@@ -36,8 +35,7 @@ export type GpuStatus = {
 export type HostStatus = {gpus: GpuStatus[]; sessions: SessionSummary[]; stateDir: string; sharedStateDir: boolean}
 
 /** Joins what the GPUs show with what the books record. Reads only; takes no lock. */
-export function hostStatus(probe: HostProbe | null, stateDir: string, sharedStateDir: boolean): HostStatus {
-  const books = listBooks(stateDir).map((b) => b.book)
+export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], stateDir: string, sharedStateDir: boolean): HostStatus {
   const sessions: SessionSummary[] = books.flatMap((book) =>
     Object.values(book.sessions).map((s) => {
       const live = probe?.gpus.find((g) => g.uuid === book.gpu.uuid) ?? null

@@ -1,8 +1,6 @@
-import os from 'node:os'
-
 import {type BookStoreDeps, listBooks, withBook} from './book-store.js'
 import {readClaims, releaseName} from './session-names.js'
-import {isProcessGone} from '../core/process-gone.js'
+import {diedOnThisHost} from '../core/process-gone.js'
 
 export type RecoverResult = {
   readonly gpus: readonly {readonly uuid: string; readonly name: string; readonly recovered: readonly string[]}[]
@@ -32,7 +30,7 @@ function releaseDeadClaims(stateDir: string): string[] {
   const live = new Set(listBooks(stateDir).flatMap(({book}) => Object.keys(book.sessions)))
   const released: string[] = []
   for (const claim of readClaims(stateDir)) {
-    if (live.has(claim.name) || claim.hostname !== os.hostname() || !isProcessGone(claim.pid)) continue
+    if (live.has(claim.name) || !diedOnThisHost(claim)) continue
     releaseName(stateDir, claim.name)
     released.push(claim.name)
   }

@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import os from 'node:os'
 
 /** Gone, or a zombie (exited, not yet reaped). A process of another user (EPERM) is alive. */
 export function isProcessGone(pid: number): boolean {
@@ -12,4 +13,9 @@ export function isProcessGone(pid: number): boolean {
   } catch {
     return false
   }
+}
+
+/** A recorded process that ran on this host and is gone; one of another host is never judged from here. */
+export function diedOnThisHost(recorded: {readonly pid: number; readonly hostname: string}): boolean {
+  return recorded.hostname === os.hostname() && isProcessGone(recorded.pid)
 }

@@ -1,4 +1,4 @@
-import {homedir, hostname} from 'node:os'
+import {homedir} from 'node:os'
 
 import {hostStatus, type HostStatus, type SessionSummary} from '../../apply/host-status.js'
 import {resolveStateDir} from '../../apply/state-dir.js'
@@ -8,7 +8,7 @@ import {isCosplayError} from '../../core/errors.js'
 import {probeHost} from '../../host/probe.js'
 import {describeFailure, escapeFailure, type Failure} from './base-command.js'
 import {localSmi} from './context.js'
-import {isProcessGone} from '../../core/process-gone.js'
+import {diedOnThisHost} from '../../core/process-gone.js'
 
 const NO_CONTAINERS: ContainerStates = {reachable: true, bySession: {}}
 
@@ -42,7 +42,9 @@ export type HostView = Omit<HostStatus, 'sessions'> & {
 export async function readHostStatus(options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
   const stateDir = resolveStateDir(process.env, homedir())
   let probeFailure: Failure | undefined
-  const askDocker = options.orphans || listBooks(stateDir.dir).some(({book}) => Object.values(book.sessions).some((s) => s.container))
+  const books = listBooks(stateDir.dir).map((b) => b.book)
+  const recorded = books.flatMap((book) => Object.values(book.sessions))
+  const askDocker = options.orphans || recorded.some((s) => s.container)
   const [probe, containers] = await Promise.all([
     probeHost(localSmi()).catch((error: unknown) => {
       if (!isCosplayError(error)) throw error
@@ -51,13 +53,14 @@ export async function readHostStatus(options: {readonly orphans: boolean} = {orp
     }),
     askDocker ? import('../../container/container-states.js').then((m) => m.readContainerStates()) : NO_CONTAINERS,
   ])
-  const status = hostStatus(probe, stateDir.dir, stateDir.isShared)
+  const status = hostStatus(probe, books, stateDir.dir, stateDir.isShared)
   const bySession = containers.reachable ? containers.bySession : {}
-  const processOf = processesOf(stateDir.dir)
+  // the process that wrote each session: the `up` or `down` in flight while its phase is starting or stopping
+  const processOf = new Map(recorded.map((s) => [s.name, s]))
   const sessions = status.sessions.map((s) => {
     const containerState = bySession[s.name]?.state ?? (s.container && containers.reachable ? 'missing' : null)
     const owner = processOf.get(s.name)
-    const diedHalfWay = s.phase !== 'active' && owner !== undefined && owner.hostname === hostname() && isProcessGone(owner.pid)
+    const diedHalfWay = s.phase !== 'active' && owner !== undefined && diedOnThisHost(owner)
     return {...s, containerState, crashed: diedHalfWay || s.instanceMissing || containerState === 'missing'}
   })
   const known = new Set(status.sessions.map((s) => s.name))
@@ -73,10 +76,4 @@ export async function readHostStatus(options: {readonly orphans: boolean} = {orp
         .map(([session, c]) => ({...c, session})),
     },
   }
-}
-
-/** The process that wrote each session (the `up` or `down` in flight while its phase is starting or stopping). */
-function processesOf(stateDir: string): Map<string, {pid: number; hostname: string}> {
-  const sessions = listBooks(stateDir).flatMap(({book}) => Object.values(book.sessions))
-  return new Map(sessions.map((s) => [s.name, {pid: s.pid, hostname: s.hostname}]))
 }
