@@ -129,7 +129,9 @@ export class SshTransport {
 
   /** Runs one command line (already quoted for the remote POSIX shell); stdout is collected, stderr streamed. */
   exec(command: string, io: ExecIo = {}): RunningCommand {
-    let end: () => void = () => {}
+    // a Ctrl-C may come before the channel opens: remember it, and close the channel's stdin once it does
+    let ended = false
+    let channelOpened: ClientChannelType | null = null
     const done = new Promise<ExecResult>((resolve, reject) => {
       debug('exec on %s: %s', this.endpoint.label, command)
       this.client.exec(command, (error, channel) => {
@@ -147,11 +149,18 @@ export class SshTransport {
           signal = signalName ?? null
         })
         channel.on('close', () => resolve({stdout: Buffer.concat(out).toString('utf8'), exitCode, signal}))
-        end = () => channel.end()
-        if (io.stdin) io.stdin.pipe(channel)
+        channelOpened = channel
+        if (ended) channel.end()
+        else if (io.stdin) io.stdin.pipe(channel)
       })
     })
-    return {done, endInput: () => end()}
+    return {
+      done,
+      endInput: () => {
+        ended = true
+        channelOpened?.end()
+      },
+    }
   }
 
   /**
