@@ -62,7 +62,7 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
   }
 
   private async configHere(name: string | undefined, install: boolean, authorizeKey: string | undefined): Promise<SshConfigResult> {
-    const [{accessSession, authorizeKeyInSession, identityFor}, {sshConfigEntry}] = await Promise.all([
+    const [{accessSession, assertPublicKeyLine, authorizeKeyInSession, identityFor}, {sshConfigEntry}] = await Promise.all([
       import('./support/session-access.js'),
       import('../container/connect-hints.js'),
     ])
@@ -73,8 +73,10 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
         fix: [`use gpu-cosplay ssh ${c.session} or gpu-cosplay exec ${c.session} -- CMD`],
       })
     }
-    const hostKey = authorizeKey === undefined ? null : (await authorizeKeyInSession(access, authorizeKey)).hostKey
+    // a bad key is refused before a key pair is made for this session
+    if (authorizeKey !== undefined) assertPublicKeyLine(authorizeKey)
     const identity = await identityFor(access)
+    const hostKey = authorizeKey === undefined ? null : (await authorizeKeyInSession(access, authorizeKey, identity)).hostKey
     const entry = sshConfigEntry(c, identity.privateKeyPath)
     let installed: SshConfigResult['installed'] = null
     if (install) {

@@ -52,10 +52,16 @@ const AUTH_FAILED = /authentication methods failed/i
 
 type Connected = {client: ClientType; hostKey: string}
 
+/** the key type inside an ssh wire-format public key blob ("ssh-ed25519", ...) */
+export function keyTypeOf(blob: Buffer): string {
+  if (blob.length < 4) return ''
+  const length = blob.readUInt32BE(0)
+  return blob.subarray(4, 4 + length).toString('latin1')
+}
+
 /** The public key line ("ssh-ed25519 AAAA...") of a key blob as sshd sends it. */
 function publicKeyLine(blob: Buffer): string {
-  const typeLength = blob.length >= 4 ? blob.readUInt32BE(0) : 0
-  return `${blob.subarray(4, 4 + typeLength).toString('latin1')} ${blob.toString('base64')}`
+  return `${keyTypeOf(blob)} ${blob.toString('base64')}`
 }
 
 async function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<Connected> {

@@ -6,12 +6,14 @@
  * A whole team shares one state directory: `<state>/users/` is shared (1777: anyone creates their own folder in it,
  * nobody removes another's), each `<state>/users/<uid>/` and its `ssh/` are their user's alone (0700), keys 0600.
  */
-import {chmod, chown, readFile, stat, writeFile} from 'node:fs/promises'
+import {chmodSync, chownSync, statSync} from 'node:fs'
+import {chmod} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 import ssh2 from 'ssh2'
 import {ensurePrivateDir, ensureSharedDir} from '../apply/state-dir.js'
 import {CosplayError, ContainerError} from '../core/errors.js'
+import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
 
 const {utils} = ssh2
 
@@ -35,25 +37,54 @@ export type SshKeyOptions = {
   owner?: {uid: number; gid: number}
 }
 
-async function readIfExists(path: string): Promise<string | null> {
-  try {
-    return await readFile(path, 'utf8')
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw error
-  }
-}
-
 function isUsable(privateKey: string): boolean {
   const parsed = utils.parseKey(privateKey)
   return !(parsed instanceof Error) && !Array.isArray(parsed)
 }
 
+export type KeyPair = {
+  /** OpenSSH private key text, unencrypted, for ssh2 */
+  readonly privateKey: string
+  /** one authorized_keys line */
+  readonly publicKey: string
+}
+
+export type KeyPairOptions = {
+  comment: string
+  /** when running as root on someone's behalf (sudo): the files we write become theirs */
+  owner?: {uid: number; gid: number}
+  /** prepares the folder; called only when a new pair is about to be written */
+  beforeCreate?: () => void
+}
+
+/**
+ * The unencrypted pair at `path` and `path.pub`, or a new ed25519 pair written there when either half is missing
+ * or the private one is unusable (encrypted, damaged). The private file is left readable by its owner alone.
+ * File errors are the caller's to explain.
+ */
+export function loadOrCreateKeyPair(path: string, options: KeyPairOptions): KeyPair {
+  let privateKey = readTextIfExists(path)
+  let publicKey = readTextIfExists(`${path}.pub`)?.trim() ?? null
+  if (!privateKey || !publicKey || !isUsable(privateKey)) {
+    options.beforeCreate?.()
+    const pair = utils.generateKeyPairSync('ed25519', {comment: options.comment})
+    privateKey = pair.private
+    publicKey = pair.public.trim()
+    // the public half first: a reader that finds the private file finds its partner too
+    writeTextAtomic(`${path}.pub`, `${publicKey}\n`, 0o644)
+    writeTextAtomic(path, privateKey, 0o600)
+    if (options.owner) for (const file of [path, `${path}.pub`]) chownSync(file, options.owner.uid, options.owner.gid)
+  }
+  // an existing file keeps the mode it was written with; ssh refuses (and we should not keep) a key others may read
+  if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600)
+  return {privateKey, publicKey}
+}
+
 export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<SshIdentity> {
   const home = options.homeDir ?? homedir()
   const userPath = join(home, '.ssh', 'id_ed25519')
-  const userPrivate = await readIfExists(userPath)
-  const userPublic = (await readIfExists(`${userPath}.pub`))?.trim() ?? null
+  const userPrivate = readTextIfExists(userPath)
+  const userPublic = readTextIfExists(`${userPath}.pub`)?.trim() ?? null
   if (userPrivate && userPublic && isUsable(userPrivate)) {
     return {privateKey: userPrivate, privateKeyPath: userPath, publicKey: userPublic, source: 'user', authorizedKeys: [userPublic]}
   }
@@ -64,21 +95,15 @@ export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<S
   const owner = options.owner ?? {uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0}
   try {
     ensureSharedDir(shared, {create: false})
-    let privateKey = await readIfExists(path)
-    let publicKey = (await readIfExists(`${path}.pub`))?.trim() ?? null
-    if (!privateKey || !publicKey || !isUsable(privateKey)) {
-      ensureSharedDir(shared)
-      ensurePrivateDir(options.userDir, owner)
-      ensurePrivateDir(dir, owner)
-      const pair = utils.generateKeyPairSync('ed25519', {comment: options.comment ?? 'gpu-cosplay'})
-      privateKey = pair.private
-      publicKey = pair.public.trim()
-      await writeFile(path, privateKey, {mode: 0o600})
-      await writeFile(`${path}.pub`, `${publicKey}\n`, {mode: 0o644})
-      if (options.owner) for (const file of [path, `${path}.pub`]) await chown(file, options.owner.uid, options.owner.gid)
-    }
-    // an existing file keeps the mode it was written with; make sure nobody else can read the key
-    if (((await stat(path)).mode & 0o077) !== 0) await chmod(path, 0o600)
+    const {privateKey, publicKey} = loadOrCreateKeyPair(path, {
+      comment: options.comment ?? 'gpu-cosplay',
+      owner: options.owner,
+      beforeCreate: () => {
+        ensureSharedDir(shared)
+        ensurePrivateDir(options.userDir, owner)
+        ensurePrivateDir(dir, owner)
+      },
+    })
     await chmod(dir, 0o700)
     const authorizedKeys = userPublic && userPublic !== publicKey ? [publicKey, userPublic] : [publicKey]
     return {privateKey, privateKeyPath: path, publicKey, source: 'generated', authorizedKeys}

@@ -3,20 +3,28 @@ import path from 'node:path'
 
 /**
  * Replaces `file` with `value` so that a reader, or a crash at any instant, sees either the old or the
- * new content, never half of it: write a temporary file, fsync it, rename it over, fsync the folder.
+ * new content, never half of it (see writeTextAtomic).
  */
 export function writeJsonAtomic(file: string, value: unknown): void {
+  // Other users update the same files; umask must not lock them out.
+  writeTextAtomic(file, `${JSON.stringify(value, null, 1)}\n`, 0o666)
+}
+
+/**
+ * Replaces `file` with `text`, readable with exactly `mode` (not cut by the umask): write a temporary file
+ * created with that mode, fsync it, rename it over, fsync the folder.
+ */
+export function writeTextAtomic(file: string, text: string, mode: number): void {
   const dir = path.dirname(file)
   const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.tmp`)
-  const fd = fs.openSync(tmp, 'w', 0o666)
+  const fd = fs.openSync(tmp, 'w', mode)
   try {
-    fs.writeSync(fd, `${JSON.stringify(value, null, 1)}\n`)
+    fs.writeSync(fd, text)
     fs.fsyncSync(fd)
   } finally {
     fs.closeSync(fd)
   }
-  // Other users update the same files; umask must not lock them out.
-  fs.chmodSync(tmp, 0o666)
+  fs.chmodSync(tmp, mode)
   fs.renameSync(tmp, file)
   const dirFd = fs.openSync(dir, 'r')
   try {

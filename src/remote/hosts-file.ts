@@ -4,12 +4,12 @@
  *   hosts:
  *     lab: {url: ssh://alice@lab-gpu-3:2222}
  */
-import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {load} from 'js-yaml'
 import {z} from 'zod'
 
+import {readTextIfExists} from '../core/json-file.js'
 import {parseHostUrl} from './host-url.js'
 import {RemoteError} from './remote-error.js'
 
@@ -32,13 +32,13 @@ export function hostsFilePath(env: NodeJS.ProcessEnv, home: string): string {
 
 /** The named hosts, validated strictly; an absent file is no names. */
 export function readHostsFile(path: string): HostsFile {
-  let text: string
+  let text: string | null
   try {
-    text = readFileSync(path, 'utf8')
+    text = readTextIfExists(path)
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {version: 1, hosts: {}}
     throw new RemoteError('BAD_HOSTS_FILE', `cannot read ${path}: ${(error as Error).message}`, {exit: 2, cause: error})
   }
+  if (text === null) return {version: 1, hosts: {}}
   return parseHostsFile(text, path)
 }
 

@@ -6,18 +6,14 @@
 import {createHmac} from 'node:crypto'
 import {readFileSync} from 'node:fs'
 
+import {keyTypeOf} from '../container/ssh-client.js'
+import {hostPatternMatches} from './ssh-config-file.js'
+
 export type HostKeyVerdict = 'trusted' | 'unknown' | 'changed' | 'revoked'
 
 /** how known_hosts names a host: `box` on port 22, `[box]:2222` elsewhere */
 export function knownHostsName(host: string, port: number): string {
   return port === 22 ? host : `[${host}]:${port}`
-}
-
-/** the key type inside an ssh wire-format public key blob ("ssh-ed25519", ...) */
-export function keyTypeOf(blob: Buffer): string {
-  if (blob.length < 4) return ''
-  const length = blob.readUInt32BE(0)
-  return blob.subarray(4, 4 + length).toString('latin1')
 }
 
 export function checkHostKey(knownHostsText: string, host: string, port: number, blob: Buffer): HostKeyVerdict {
@@ -56,20 +52,7 @@ export function readKnownHosts(paths: readonly string[]): string {
 }
 
 function hostListMatches(list: string, name: string): boolean {
-  if (list.startsWith('|1|')) return hashedMatches(list, name)
-  let matched = false
-  for (const raw of list.split(',')) {
-    const negated = raw.startsWith('!')
-    const pattern = negated ? raw.slice(1) : raw
-    const regex = pattern
-      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.')
-    if (!new RegExp(`^${regex}$`, 'i').test(name)) continue
-    if (negated) return false
-    matched = true
-  }
-  return matched
+  return list.startsWith('|1|') ? hashedMatches(list, name) : hostPatternMatches(list.split(','), name)
 }
 
 function hashedMatches(entry: string, name: string): boolean {

@@ -2,12 +2,13 @@
  * The one line the box's login shell runs. sshd hands it to `$SHELL -c`, so every word is single-quoted for a
  * POSIX shell (a quote inside becomes '\''): spaces, `$`, `;`, backslashes and newlines arrive as typed.
  */
+import {singleQuote} from '../export/shell-words.js'
+
 export const REMOTE_PROTOCOL = 1
 export const CANCEL_ON_EOF_ENV = 'GPU_COSPLAY_CANCEL_ON_EOF'
 
-export function quoteForPosixShell(word: string): string {
-  return `'${word.replace(/'/g, `'\\''`)}'`
-}
+/** every word single-quoted, plain ones too (see above), unlike shellQuote */
+export const quoteForPosixShell = singleQuote
 
 /** the per-version folder `remote install` fills, as a shell expression on the box */
 export function remoteBundleDirExpr(version: string): string {

@@ -36,7 +36,7 @@ export function sshConfigFor(text: string, alias: string, home: string): SshHost
     const keyword = match[1].toLowerCase()
     const value = unquote(match[2].trim())
     if (keyword === 'host') {
-      applies = hostMatches(match[2].trim().split(/\s+/), alias)
+      applies = hostPatternMatches(match[2].trim().split(/\s+/), alias)
       continue
     }
     if (keyword === 'match') {
@@ -63,12 +63,13 @@ export function sshConfigFor(text: string, alias: string, home: string): SshHost
   }
 }
 
-function hostMatches(patterns: readonly string[], alias: string): boolean {
+/** ssh's host pattern lists (ssh_config `Host`, known_hosts): `*` and `?` globs, case-insensitive; a matching `!pattern` vetoes. */
+export function hostPatternMatches(patterns: readonly string[], name: string): boolean {
   let matched = false
   for (const raw of patterns) {
     const negated = raw.startsWith('!')
     const pattern = unquote(negated ? raw.slice(1) : raw)
-    if (!globMatch(pattern, alias)) continue
+    if (!globMatch(pattern, name)) continue
     if (negated) return false
     matched = true
   }

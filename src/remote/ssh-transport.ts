@@ -14,10 +14,10 @@ import ssh2 from 'ssh2'
 import type {AgentAuthMethod, ClientChannel as ClientChannelType, Client as ClientType, ConnectConfig, PublicKeyAuthMethod} from 'ssh2'
 
 import {shellExitCode} from '../container/ssh-client.js'
-import type {HostAddress} from './host-url.js'
+import {type HostAddress, parseHostUrl} from './host-url.js'
 import {checkHostKey, type HostKeyVerdict, knownHostsName, readKnownHosts} from './known-hosts.js'
 import {RemoteError} from './remote-error.js'
-import {expandHome, sshConfigFor} from './ssh-config-file.js'
+import {sshConfigFor} from './ssh-config-file.js'
 
 const {Client, utils} = ssh2
 const debug = createDebug('gpu-cosplay:remote')
@@ -46,9 +46,15 @@ export function endpointFor(address: HostAddress, context: EndpointEnv, depth = 
     if (depth > 0 || config.proxyJump.includes(',')) {
       throw new RemoteError('REMOTE_PROXY_JUMP', `ProxyJump ${config.proxyJump} for ${address.label}: only one jump host is supported`, {exit: 2})
     }
-    const hop = /^(?:ssh:\/\/)?(?:([^@]+)@)?([^:@]+)(?::(\d+))?$/.exec(config.proxyJump)
-    if (!hop) throw new RemoteError('REMOTE_PROXY_JUMP', `ProxyJump "${config.proxyJump}" for ${address.label} is not [user@]host[:port]`, {exit: 2})
-    jump = endpointFor({label: config.proxyJump, host: hop[2], user: hop[1] ?? null, port: hop[3] ? Number(hop[3]) : null}, context, depth + 1)
+    const proxyJump = config.proxyJump
+    let hop: HostAddress
+    try {
+      // the same syntax as --host, IPv6 in brackets included (proxyJumpFor writes [v6]:port)
+      hop = parseHostUrl(proxyJump.startsWith('ssh://') ? proxyJump : `ssh://${proxyJump}`, proxyJump)
+    } catch (error) {
+      throw new RemoteError('REMOTE_PROXY_JUMP', `ProxyJump "${proxyJump}" for ${address.label} is not [user@]host[:port]`, {exit: 2, cause: error})
+    }
+    jump = endpointFor(hop, context, depth + 1)
   }
   const identityFiles = config.identityFiles.length > 0 ? config.identityFiles : DEFAULT_KEYS.map((name) => join(context.home, '.ssh', name))
   const knownHostsFiles =
@@ -58,7 +64,7 @@ export function endpointFor(address: HostAddress, context: EndpointEnv, depth = 
     host: config.hostName ?? address.host,
     port: address.port ?? config.port ?? 22,
     user: address.user ?? config.user ?? context.env.USER ?? userInfo().username,
-    identityFiles: identityFiles.map((path) => expandHome(path, context.home)),
+    identityFiles,
     knownHostsFiles,
     jump,
   }
@@ -129,7 +135,9 @@ export class SshTransport {
 
   /** Runs one command line (already quoted for the remote POSIX shell); stdout is collected, stderr streamed. */
   exec(command: string, io: ExecIo = {}): RunningCommand {
-    let end: () => void = () => {}
+    // a Ctrl-C may come before the channel opens: remember it, and close the channel's stdin once it does
+    let ended = false
+    let channelOpened: ClientChannelType | null = null
     const done = new Promise<ExecResult>((resolve, reject) => {
       debug('exec on %s: %s', this.endpoint.label, command)
       this.client.exec(command, (error, channel) => {
@@ -147,11 +155,18 @@ export class SshTransport {
           signal = signalName ?? null
         })
         channel.on('close', () => resolve({stdout: Buffer.concat(out).toString('utf8'), exitCode, signal}))
-        end = () => channel.end()
-        if (io.stdin) io.stdin.pipe(channel)
+        channelOpened = channel
+        if (ended) channel.end()
+        else if (io.stdin) io.stdin.pipe(channel)
       })
     })
-    return {done, endInput: () => end()}
+    return {
+      done,
+      endInput: () => {
+        ended = true
+        channelOpened?.end()
+      },
+    }
   }
 
   /**

@@ -1,5 +1,7 @@
-import {existsSync, mkdirSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
+import {mkdirSync} from 'node:fs'
 import {join} from 'node:path'
+
+import {readTextIfExists, writeTextAtomic} from '../../core/json-file.js'
 
 export type InstalledSshConfig = {
   /** the session's own file, rewritten on every install: a new port replaces the old one */
@@ -20,19 +22,13 @@ export function installSshConfig(sshDir: string, session: string, entry: string)
   const folder = join(sshDir, 'gpu-cosplay')
   mkdirSync(folder, {recursive: true, mode: 0o700})
   const entryFile = join(folder, `${session}.conf`)
-  writeAtomically(entryFile, `# written by gpu-cosplay ssh-config --install; rewritten on the next install\n${entry}\n`)
+  // ssh refuses a config that others may write
+  writeTextAtomic(entryFile, `# written by gpu-cosplay ssh-config --install; rewritten on the next install\n${entry}\n`, 0o600)
 
   const configFile = join(sshDir, 'config')
   const include = `Include ${join(folder, '*.conf')}`
-  const current = existsSync(configFile) ? readFileSync(configFile, 'utf8') : ''
+  const current = readTextIfExists(configFile) ?? ''
   const includeAdded = !current.split('\n').some((line) => line.trim() === include)
-  if (includeAdded) writeAtomically(configFile, `${include}\n${current.length > 0 && !current.startsWith('\n') ? '\n' : ''}${current}`)
+  if (includeAdded) writeTextAtomic(configFile, `${include}\n${current.length > 0 && !current.startsWith('\n') ? '\n' : ''}${current}`, 0o600)
   return {entryFile, configFile, includeAdded}
-}
-
-function writeAtomically(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}.tmp`
-  // ssh refuses a config that others may write
-  writeFileSync(tmp, text, {mode: 0o600})
-  renameSync(tmp, file)
 }

@@ -43,12 +43,12 @@ export function assertPublicKeyLine(line: string): void {
  * For a client on another machine (ssh, exec and ssh-config --host): logs in to the container as the session
  * user, adds the client's public key to its authorized_keys (once), and returns the host key the container
  * presented on that loopback connection, for the client to pin. The container's sshd is reached the way
- * `gpu-cosplay ssh` reaches it here; the private key stays on the client.
+ * `gpu-cosplay ssh` reaches it here, with this box's `identity`; the private key stays on the client.
  */
-export async function authorizeKeyInSession(access: SessionAccess, publicKey: string): Promise<{hostKey: string}> {
+export async function authorizeKeyInSession(access: SessionAccess, publicKey: string, identity: SshIdentity): Promise<{hostKey: string}> {
   assertPublicKeyLine(publicKey)
   const c = access.container
-  const [{SshSession}, identity] = await Promise.all([import('../../container/ssh-client.js'), identityFor(access)])
+  const {SshSession} = await import('../../container/ssh-client.js')
   const ssh = await SshSession.connectWithRetry({host: c.sshHost!, port: c.sshPort!, username: c.user, privateKey: identity.privateKey}, {timeoutMs: 10_000})
   try {
     // the key arrives on stdin: never part of a command line

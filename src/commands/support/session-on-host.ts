@@ -5,12 +5,13 @@
  * through a direct-tcpip tunnel of the box's ssh connection with that key pinned. docker exec exists only on
  * the box: exec (and ssh to an image without sshd) runs gpu-cosplay there, its stdio streamed both ways.
  */
-import {mkdirSync, renameSync, writeFileSync} from 'node:fs'
+import {mkdirSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
 import {isPublicKeyLine, knownHostsLine, sshConfigEntryViaJump} from '../../container/connect-hints.js'
 import {SshSession} from '../../container/ssh-client.js'
+import {writeTextAtomic} from '../../core/json-file.js'
 import {clientKeyDir, type ClientKey, loadOrCreateClientKey} from '../../remote/client-key.js'
 import {type HostAddress, hostSlug, proxyJumpFor} from '../../remote/host-url.js'
 import {remoteCommandLine} from '../../remote/remote-command-line.js'
@@ -109,9 +110,7 @@ export async function jumpConfig(sshd: SessionSshd, host: HostAddress, key: Clie
   const alias = `gpu-cosplay-${hostSlug(host)}-${sshd.session}`
   const knownHostsFile = join(clientKeyDir(sshDir), `${alias}.known_hosts`)
   mkdirSync(clientKeyDir(sshDir), {recursive: true, mode: 0o700})
-  const tmp = `${knownHostsFile}.${process.pid}.tmp`
-  writeFileSync(tmp, `${knownHostsLine(alias, sshd.hostKey)}\n`, {mode: 0o600})
-  renameSync(tmp, knownHostsFile)
+  writeTextAtomic(knownHostsFile, `${knownHostsLine(alias, sshd.hostKey)}\n`, 0o600)
   const proxyJump = proxyJumpFor(host)
   const entry = sshConfigEntryViaJump({
     alias,

@@ -138,6 +138,24 @@ Host * !gpu
     expect(endpoint).toMatchObject({host: '10.0.0.7', port: 22, user: 'everyone', jump: {host: 'bastion', port: 2200, user: 'jumper'}})
   })
 
+  it.each([
+    ['jumper@[fe80::1]:2200', {host: 'fe80::1', port: 2200, user: 'jumper'}],
+    ['ssh://[2001:db8::7]', {host: '2001:db8::7', port: 22, user: 'me'}],
+  ])('follows a ProxyJump of %s (the form proxyJumpFor writes for an IPv6 box)', (proxyJump, jump) => {
+    const endpoint = endpointFor(
+      {label: 'x', host: 'x', user: null, port: null},
+      {env: {USER: 'me'}, home: '/h', sshConfigText: `Host x\n  ProxyJump ${proxyJump}\n`},
+    )
+    expect(endpoint.jump).toMatchObject({label: proxyJump, ...jump})
+  })
+
+  it('refuses a ProxyJump that is not [user@]host[:port] with REMOTE_PROXY_JUMP, exit 2', () => {
+    const error = thrown(() =>
+      endpointFor({label: 'x', host: 'x', user: null, port: null}, {env: {}, home: '/h', sshConfigText: 'Host x\n  ProxyJump a@b:x\n'}),
+    )
+    expect([error.code, error.exit]).toEqual(['REMOTE_PROXY_JUMP', 2])
+  })
+
   it('refuses a chain of jumps in one clear error', () => {
     const error = thrown(() => endpointFor({label: 'x', host: 'x', user: null, port: null}, {env: {}, home: '/h', sshConfigText: 'Host x\n  ProxyJump a,b\n'}))
     expect([error.code, error.exit]).toEqual(['REMOTE_PROXY_JUMP', 2])

@@ -1,6 +1,7 @@
 import {createHmac, randomBytes} from 'node:crypto'
 
-import {checkHostKey, keyTypeOf, knownHostsName} from '../../../src/remote/known-hosts.js'
+import {keyTypeOf} from '../../../src/container/ssh-client.js'
+import {checkHostKey, knownHostsName} from '../../../src/remote/known-hosts.js'
 
 function blob(type: string, fill: number): Buffer {
   const name = Buffer.from(type)
