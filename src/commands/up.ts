@@ -8,6 +8,7 @@ import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
 import type {PrepareInput} from '../container/prepare-container.js'
 import {packageRoot} from '../core/package-root.js'
+import {shellQuote} from '../export/shell-words.js'
 import {OBJECTIVES, type Objective, type Plan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {placeFlag} from './support/host-flag.js'
@@ -314,8 +315,4 @@ function renderContainer(c: UpContainer): string[] {
       ...c.connect.sshConfig.split('\n').map((l) => `  ${l}`),
     )
   return lines
-}
-
-function shellQuote(value: string): string {
-  return /^[\w@%+=:,./-]*$/.test(value) && value !== '' ? value : `'${value.replace(/'/g, `'\\''`)}'`
 }
