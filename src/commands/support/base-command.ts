@@ -4,7 +4,7 @@ import {isCosplayError} from '../../core/errors.js'
 
 type ParseFailure = Error & {oclif?: {exit?: number}}
 
-type HostResult<T> = {host: string; result: T}
+import type {HostResult} from './forward-to-host.js'
 
 export type Failure = {code: string; message: string; fix: string[]; exit: number}
 

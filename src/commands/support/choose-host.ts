@@ -6,10 +6,10 @@
  */
 import {isCosplayError} from '../../core/errors.js'
 import type {HostAddress} from '../../remote/host-url.js'
-import {openHost} from '../../remote/open-host.js'
 import {forwardedArgv} from '../../remote/remote-command-line.js'
 import {RemoteError} from '../../remote/remote-error.js'
-import {handshake, runRemote} from '../../remote/run-remote.js'
+import {runRemote} from '../../remote/run-remote.js'
+import {onHost} from './forward-to-host.js'
 import {type PlacementCandidate, rankCandidates, type RankedCandidate, weighedErrors} from '../../plan/placement.js'
 import type {Plan} from '../../plan/types.js'
 
@@ -32,14 +32,8 @@ export async function rankHosts(hosts: readonly HostAddress[], planArgs: readonl
 
 async function planOn(host: HostAddress, argv: string[], version: string): Promise<PlacementCandidate> {
   try {
-    const transport = await openHost(host)
-    try {
-      await handshake(transport, version)
-      const {payload} = await runRemote(transport, argv, version)
-      return {host: host.label, plan: payload as Pick<Plan, 'weighed'>, refused: null}
-    } finally {
-      transport.close()
-    }
+    const {payload} = await onHost(host, version, (transport) => runRemote(transport, argv, version))
+    return {host: host.label, plan: payload as Pick<Plan, 'weighed'>, refused: null}
   } catch (error) {
     if (!isCosplayError(error)) throw error
     return {host: host.label, plan: null, refused: {code: error.code, message: error.message}}

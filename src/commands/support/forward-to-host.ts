@@ -46,10 +46,19 @@ export async function forwardToHosts<T>(request: ForwardRequest<T>): Promise<T> 
   }
 }
 
-async function runOn<T>(host: HostAddress, argv: string[], request: ForwardRequest<T>, prefixed: boolean, cancels: Array<() => void>): Promise<HostResult<T>> {
+/** One box, connected and past the handshake, for `use`; closed when it settles. */
+export async function onHost<T>(host: HostAddress, version: string, use: (transport: SshTransport) => Promise<T>): Promise<T> {
   const transport = await openHost(host)
   try {
-    await handshake(transport, request.version)
+    await handshake(transport, version)
+    return await use(transport)
+  } finally {
+    transport.close()
+  }
+}
+
+async function runOn<T>(host: HostAddress, argv: string[], request: ForwardRequest<T>, prefixed: boolean, cancels: Array<() => void>): Promise<HostResult<T>> {
+  return onHost(host, request.version, async (transport) => {
     const {payload, exitCode} = await runRemote(transport, argv, request.version, {
       onStderr: (chunk) => {
         if (request.quiet) return
@@ -60,9 +69,7 @@ async function runOn<T>(host: HostAddress, argv: string[], request: ForwardReque
     })
     if (exitCode !== 0) process.exitCode = exitCode
     return {host: host.label, result: payload as T}
-  } finally {
-    transport.close()
-  }
+  })
 }
 
 /**
@@ -75,11 +82,5 @@ export async function withHost<T>(
 ): Promise<T> {
   const hosts = hostsFrom(request.spec)
   if (hosts.length > 1) throw new RemoteError('BAD_HOST', `${request.commandId} runs on one host; --host names ${hosts.length}`, {exit: 2})
-  const transport = await openHost(hosts[0])
-  try {
-    await handshake(transport, request.version)
-    return await use(transport, hosts[0])
-  } finally {
-    transport.close()
-  }
+  return onHost(hosts[0], request.version, (transport) => use(transport, hosts[0]))
 }
