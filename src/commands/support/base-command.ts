@@ -1,10 +1,9 @@
 import {Command, ux} from '@oclif/core'
 
 import {isCosplayError} from '../../core/errors.js'
+import type {HostResult} from './forward-to-host.js'
 
 type ParseFailure = Error & {oclif?: {exit?: number}}
-
-import type {HostResult} from './forward-to-host.js'
 
 export type Failure = {code: string; message: string; fix: string[]; exit: number}
 
