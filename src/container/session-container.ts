@@ -57,12 +57,11 @@ export function containerSteps(options: ContainerOptions, impl: PlannedStep['imp
     const spec = containerSpecFor(session, live, options)
     const recorded = {...spec, env: {...spec.env}}
     for (const [key, value] of Object.entries(options.env)) if (spec.env[key] === value) recorded.env[key] = REDACTED
-    const workspaceBind = spec.binds?.find((b) => b.split(':')[1] === '/workspace')
     const access: ContainerAccess = {
       user: containerUserName(options.owner.user),
       uid: options.owner.uid,
       gid: options.owner.gid,
-      workspace: workspaceBind?.split(':')[0] ?? null,
+      workspace: options.workspace,
     }
     const withSecrets: PlannedStep['impl'] = {...impl, apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access}, prior)}
     return [{impl: withSecrets, params: {spec: recorded, access}}]
