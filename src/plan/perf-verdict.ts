@@ -1,10 +1,8 @@
-import {z} from 'zod'
-
 import type {AchievedFraction} from '../catalog/types.js'
-import {StateError} from '../core/errors.js'
 import {round} from '../core/units.js'
 import type {CalibrationFractions} from '../host/calibration-file.js'
 import type {PerfMeasurement, PerfSamples} from '../host/perf-measurement.js'
+import type {Plan} from './types.js'
 
 /**
  * The one place that turns measurements into verdicts (gpu_cosplay_perf.py only measures). A measurement
@@ -72,26 +70,13 @@ export function bandVerdict(measured: number, expected: number): 'PASS' | 'WARN'
   return d <= PASS_WITHIN + 1e-9 ? 'PASS' : d <= WARN_WITHIN + 1e-9 ? 'WARN' : 'FAIL'
 }
 
-const planSubset = z.object({
-  host: z.object({model: z.string()}),
-  target: z.object({key: z.string(), fp32Tflops: z.number(), bf16Tflops: z.number().nullable(), bandwidthGBs: z.number(), vramGB: z.number()}),
-  expected: z.object({fp32Tflops: z.number(), bf16Tflops: z.number(), bandwidthGBs: z.number(), vramGB: z.number()}),
-})
-
-export function expectationsFromPlan(session: string, plan: Record<string, unknown>): PerfExpectations {
-  const parsed = planSubset.safeParse(plan)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw new StateError('SESSION_PLAN_UNREADABLE', `session ${session} has no usable plan in its record (field "${issue.path.join('.')}": ${issue.message})`, {
-      fix: ['the session was made by an older gpu-cosplay; bring it up again: gpu-cosplay down, then up'],
-    })
-  }
-  const p = parsed.data
+/** What a session's plan promised, as verify --perf holds the measurement to it (the book's plan is already checked). */
+export function expectationsFromPlan(plan: Pick<Plan, 'host' | 'target' | 'expected'>): PerfExpectations {
   return {
-    hostModel: p.host.model,
-    targetKey: p.target.key,
-    peak: {fp32Tflops: p.expected.fp32Tflops, bf16Tflops: p.expected.bf16Tflops, bandwidthGBs: p.expected.bandwidthGBs, vramGiB: p.expected.vramGB},
-    target: {fp32Tflops: p.target.fp32Tflops, bf16Tflops: p.target.bf16Tflops, bandwidthGBs: p.target.bandwidthGBs, vramGB: p.target.vramGB},
+    hostModel: plan.host.model,
+    targetKey: plan.target.key,
+    peak: {fp32Tflops: plan.expected.fp32Tflops, bf16Tflops: plan.expected.bf16Tflops, bandwidthGBs: plan.expected.bandwidthGBs, vramGiB: plan.expected.vramGB},
+    target: {fp32Tflops: plan.target.fp32Tflops, bf16Tflops: plan.target.bf16Tflops, bandwidthGBs: plan.target.bandwidthGBs, vramGB: plan.target.vramGB},
   }
 }
 

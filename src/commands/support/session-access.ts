@@ -7,6 +7,7 @@ import type {Readable, Writable} from 'node:stream'
 
 import {resolveStateDir, userDirOf} from '../../apply/state-dir.js'
 import {isPublicKeyLine} from '../../container/connect-hints.js'
+import type {SessionRecord} from '../../apply/gpu-book.js'
 import {pickSession} from '../../container/pick-session.js'
 import {DockerRuntime} from '../../container/runtime.js'
 import {type SessionContainer, sessionContainer} from '../../container/session-container.js'
@@ -15,6 +16,8 @@ import {ContainerError, InputError} from '../../core/errors.js'
 import {invokingUser} from '../../core/invoking-user.js'
 
 export type SessionAccess = {
+  /** the session as its book recorded it when it was picked */
+  readonly session: SessionRecord
   readonly container: SessionContainer
   readonly stateDir: string
   readonly uid: number
@@ -25,7 +28,7 @@ export function accessSession(name: string | undefined): SessionAccess {
   const stateDir = resolveStateDir(process.env, homedir()).dir
   const user = invokingUser()
   const session = pickSession(stateDir, name, {uid: user.uid, isRoot: user.isRoot})
-  return {container: sessionContainer(session), stateDir, uid: session.owner.uid}
+  return {session, container: sessionContainer(session), stateDir, uid: session.owner.uid}
 }
 
 export function identityFor(access: SessionAccess): Promise<SshIdentity> {

@@ -2,9 +2,7 @@
  * The host side of `verify --perf`: reads what verify.py --perf measured in the session, and holds it to the
  * session's plan (from the GPU book), this GPU model's calibration and the target's catalog entry.
  */
-import {listSessions} from '../../apply/book-store.js'
-import {isLeaseSession} from '../../apply/gpu-book.js'
-import {ContainerError, StateError} from '../../core/errors.js'
+import {ContainerError} from '../../core/errors.js'
 import {readCalibration} from '../../host/calibration-file.js'
 import {parsePerfOutput} from '../../host/perf-measurement.js'
 import {expectationsFromPlan, PERF_AXES, perfReport} from '../../plan/perf-verdict.js'
@@ -29,10 +27,7 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
       fix: ['install torch in the image (e.g. pip install torch), or use an image that has it: gpu-cosplay up --image'],
     })
   }
-  const located = listSessions(access.stateDir).find((l) => l.session.name === c.session)
-  if (!located || isLeaseSession(located.session))
-    throw new StateError('UNKNOWN_SESSION', `session ${c.session} is no longer recorded`, {fix: ['see them: gpu-cosplay ps']})
-  const expectations = expectationsFromPlan(c.session, located.session.plan)
+  const expectations = expectationsFromPlan(access.session.plan)
   const m = output.measurement
   // CPU figures say nothing about the GPU, so no calibration applies to them
   const found = m.device.kind === 'cuda' && m.device.driver ? readCalibration(access.stateDir, expectations.hostModel, m.device.driver) : null

@@ -2,7 +2,6 @@ import type {PerfMeasurement} from '../../../src/host/perf-measurement.js'
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
 import {bandVerdict, expectationsFromPlan, PERF_AXES, perfReport, type PerfExpectations} from '../../../src/plan/perf-verdict.js'
-import {thrown} from '../support/thrown.js'
 import {hostModel, target} from './catalog-for-tests.js'
 
 const EXPECTATIONS: PerfExpectations = {
@@ -139,17 +138,12 @@ describe('perfReport', () => {
 describe('expectationsFromPlan', () => {
   it('reads what a stored plan promised', () => {
     const plan = planCosplay(target('3090'), planHostFromModel(hostModel('h200')))
-    const e = expectationsFromPlan('s', plan as unknown as Record<string, unknown>)
+    const e = expectationsFromPlan(plan)
     expect(e).toEqual({
       hostModel: 'h200_sxm',
       targetKey: 'rtx_3090',
       peak: {fp32Tflops: plan.expected.fp32Tflops, bf16Tflops: plan.expected.bf16Tflops, bandwidthGBs: plan.expected.bandwidthGBs, vramGiB: 24},
       target: {fp32Tflops: plan.target.fp32Tflops, bf16Tflops: plan.target.bf16Tflops, bandwidthGBs: plan.target.bandwidthGBs, vramGB: 24},
     })
-  })
-
-  it('refuses a record without a usable plan', () => {
-    const error = thrown(() => expectationsFromPlan('s', {target: {key: 'x'}}))
-    expect([error.code, error.exit]).toEqual(['SESSION_PLAN_UNREADABLE', 3])
   })
 })
