@@ -13,6 +13,30 @@ export type CalibrationLookup =
 export const THROUGHPUT_AXES = ['fp32', 'bf16', 'bandwidth'] as const
 export type ThroughputAxis = (typeof THROUGHPUT_AXES)[number]
 
+/** The plan's field for each axis, and the decimals it is shown with (as the planner rounds its expected figures). */
+export const THROUGHPUT_FIELDS = {
+  fp32: {key: 'fp32Tflops', digits: 2},
+  bf16: {key: 'bf16Tflops', digits: 1},
+  bandwidth: {key: 'bandwidthGBs', digits: 0},
+} as const
+
+/**
+ * One axis on the calibrated footing, for `plan` and `verify --perf` alike: peak x the host's measured fraction,
+ * and the target's achieved figure only where both sides are measured (else its datasheet figure).
+ */
+export function calibratedAxis(
+  axis: ThroughputAxis,
+  peak: number,
+  fraction: number | null | undefined,
+  datasheet: number | null,
+  achieved: number | undefined,
+): {calibrated: number | null; target: number | null; targetAchieved: boolean} {
+  const digits = THROUGHPUT_FIELDS[axis].digits
+  const calibrated = fraction === null || fraction === undefined ? null : round(peak * fraction, digits)
+  const targetAchieved = calibrated !== null && achieved !== undefined && datasheet !== null
+  return {calibrated, target: targetAchieved ? round(datasheet * achieved, digits) : datasheet, targetAchieved}
+}
+
 export type Achievable = {
   /** what `verify --perf` holds the session to: the calibrated figures when there are any, else the peak */
   readonly basis: 'calibrated' | 'peak'
@@ -28,32 +52,24 @@ export type Achievable = {
   readonly errors: {readonly fp32Pct: number | null; readonly bf16Pct: number | null; readonly bandwidthPct: number | null}
 }
 
-const PLAN_KEY = {fp32: 'fp32Tflops', bf16: 'bf16Tflops', bandwidth: 'bandwidthGBs'} as const
-
 /**
  * The plan's figures as this host really delivers them: datasheet peak x the fraction `calibrate` measured.
  * The planner itself chooses on peaks against the target's datasheet (like with like); this is what to expect.
  */
 export function achievableFor(plan: Plan, lookup: CalibrationLookup, targetFraction?: AchievedFraction): Achievable {
   const fractions = lookup.status === 'found' ? lookup.calibration.fractions : null
-  const scaled = (axis: ThroughputAxis): number | null => {
-    const f = fractions?.[axis]
-    return f === null || f === undefined ? null : round(plan.expected[PLAN_KEY[axis]] * f, axis === 'bandwidth' ? 0 : 2)
-  }
-  const expected = {fp32Tflops: scaled('fp32'), bf16Tflops: scaled('bf16'), bandwidthGBs: scaled('bandwidth')}
-  const targetAchieved = THROUGHPUT_AXES.filter((axis) => {
-    const datasheet = plan.target[PLAN_KEY[axis]]
-    return expected[PLAN_KEY[axis]] !== null && targetFraction?.[axis] !== undefined && datasheet !== null
-  })
-  const targetFigure = (axis: ThroughputAxis): number | null => {
-    const datasheet = plan.target[PLAN_KEY[axis]]
-    if (datasheet === null) return null
-    return targetAchieved.includes(axis) ? round(datasheet * targetFraction![axis]!, axis === 'bandwidth' ? 0 : 2) : datasheet
-  }
-  const target = {fp32Tflops: targetFigure('fp32')!, bf16Tflops: targetFigure('bf16'), bandwidthGBs: targetFigure('bandwidth')!}
+  const axes = Object.fromEntries(
+    THROUGHPUT_AXES.map((axis) => {
+      const key = THROUGHPUT_FIELDS[axis].key
+      return [axis, calibratedAxis(axis, plan.expected[key], fractions?.[axis], plan.target[key], targetFraction?.[axis])]
+    }),
+  ) as Record<ThroughputAxis, ReturnType<typeof calibratedAxis>>
+  const expected = {fp32Tflops: axes.fp32.calibrated, bf16Tflops: axes.bf16.calibrated, bandwidthGBs: axes.bandwidth.calibrated}
+  const targetAchieved = THROUGHPUT_AXES.filter((axis) => axes[axis].targetAchieved)
+  const target = {fp32Tflops: axes.fp32.target!, bf16Tflops: axes.bf16.target, bandwidthGBs: axes.bandwidth.target!}
   const error = (axis: ThroughputAxis): number | null => {
-    const mine = expected[PLAN_KEY[axis]]
-    const theirs = target[PLAN_KEY[axis]]
+    const mine = expected[THROUGHPUT_FIELDS[axis].key]
+    const theirs = target[THROUGHPUT_FIELDS[axis].key]
     return targetAchieved.includes(axis) && mine !== null && theirs !== null ? round(errorPct(mine, theirs)) : null
   }
   return {

@@ -1,7 +1,7 @@
 import type {AchievedFraction} from '../catalog/types.js'
-import {round} from '../core/units.js'
 import type {CalibrationFractions} from '../host/calibration-file.js'
 import type {PerfMeasurement, PerfSamples} from '../host/perf-measurement.js'
+import {calibratedAxis, THROUGHPUT_FIELDS, type ThroughputAxis} from './achievable-for.js'
 import type {Plan} from './types.js'
 
 /**
@@ -80,12 +80,6 @@ export function expectationsFromPlan(plan: Pick<Plan, 'host' | 'target' | 'expec
   }
 }
 
-const THROUGHPUT = {
-  fp32: {peak: 'fp32Tflops', digits: 2},
-  bf16: {peak: 'bf16Tflops', digits: 1},
-  bandwidth: {peak: 'bandwidthGBs', digits: 0},
-} as const
-
 /**
  * Measured vs expected (peak, calibrated) vs target per axis, with verdicts. A CPU run (tests, or a session
  * without a GPU) is reported with every verdict SKIP: its figures say nothing about the GPU.
@@ -94,18 +88,12 @@ export function perfReport(m: PerfMeasurement, e: PerfExpectations, calibration:
   const isCpu = m.device.kind === 'cpu'
   const basis = calibration ? 'calibrated' : 'peak'
   const targetAchieved: PerfAxis[] = []
-  const throughput = (axis: keyof typeof THROUGHPUT): AxisReport => {
+  const throughput = (axis: ThroughputAxis): AxisReport => {
     const a = m.axes[axis]
-    const peak = e.peak[THROUGHPUT[axis].peak]
-    const fraction = calibration?.[axis] ?? null
-    const calibrated = fraction === null ? null : round(peak * fraction, THROUGHPUT[axis].digits)
-    const datasheet = e.target[THROUGHPUT[axis].peak]
-    const achieved = targetFraction?.[axis]
-    let target = datasheet
-    if (calibrated !== null && achieved !== undefined && datasheet !== null) {
-      target = round(datasheet * achieved, THROUGHPUT[axis].digits)
-      targetAchieved.push(axis)
-    }
+    const key = THROUGHPUT_FIELDS[axis].key
+    const peak = e.peak[key]
+    const {calibrated, target, targetAchieved: alike} = calibratedAxis(axis, peak, calibration?.[axis], e.target[key], targetFraction?.[axis])
+    if (alike) targetAchieved.push(axis)
     const expected = calibrated ?? peak
     let verdict: PerfVerdict
     if (isCpu || a.skipped !== undefined) verdict = 'SKIP'

@@ -73,3 +73,29 @@ describe('achievableFor', () => {
     expect(achievableFor(plan, {status: 'model'}, {fp32: 0.66, source: 'test'}).targetAchieved).toEqual([])
   })
 })
+
+describe('plan and verify --perf agree', () => {
+  it('give the same calibrated figures and achieved targets for the same plan, calibration and catalog entry', async () => {
+    const {expectationsFromPlan, perfReport} = await import('../../../src/plan/perf-verdict.js')
+    const plan = planCosplay(target('4090'), planHostFromModel(hostModel('h200')))
+    const fractions = {fp32: 0.777, bf16: 0.8123, bandwidth: 0.8957}
+    const achieved = {source: 'test', fp32: 0.81, bf16: 0.77, bandwidth: 0.88}
+    const a = achievableFor(plan, calibration(fractions), achieved)
+    const measured = {measured: 1, unit: 'x'}
+    const vram = {measured: 23.875, unit: 'GiB', capGiB: 24, underCapOk: true, overCapRefused: true, hard: null}
+    const m = {
+      schema: 1,
+      device: {name: 'NVIDIA H200', kind: 'cuda', driver: '550.90.12'},
+      axes: {fp32: measured, bf16: measured, bandwidth: measured, vram},
+      samples: {source: null, count: 0, rows: []},
+      elapsedS: 1,
+    } as unknown as Parameters<typeof perfReport>[0]
+    const r = perfReport(m, expectationsFromPlan(plan), fractions, achieved)
+    expect([r.axes.fp32.expectedCalibrated, r.axes.bf16.expectedCalibrated, r.axes.bandwidth.expectedCalibrated]).toEqual([
+      a.expected.fp32Tflops,
+      a.expected.bf16Tflops,
+      a.expected.bandwidthGBs,
+    ])
+    expect([r.axes.fp32.target, r.axes.bf16.target, r.axes.bandwidth.target]).toEqual([a.target.fp32Tflops, a.target.bf16Tflops, a.target.bandwidthGBs])
+  })
+})
