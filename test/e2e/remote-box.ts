@@ -68,6 +68,9 @@ export function sshBanner(port: number): Promise<boolean> {
       socket.destroy()
       resolve(false)
     })
+    // docker-proxy accepts and then closes while sshd is not listening yet: no data, no error, and a closed socket
+    // never times out, so without this the wait would hang (it did, once in a few runs)
+    socket.once('close', () => resolve(false))
   })
 }
 
