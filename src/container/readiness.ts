@@ -9,15 +9,19 @@ import type {SessionContainer} from './session-container.js'
 export type Readiness = {
   /** for progress: what is awaited */
   readonly describe: string
-  waitUntilReady(timeoutMs: number): Promise<void>
+  /** `signal` stops the wait (the session is being undone) */
+  waitUntilReady(timeoutMs: number, signal?: AbortSignal): Promise<void>
 }
 
 export function sshLogin(container: SessionContainer, privateKey: Buffer | string): Readiness {
   return {
     describe: `ssh on ${container.sshHost}:${container.sshPort}`,
-    async waitUntilReady(timeoutMs) {
+    async waitUntilReady(timeoutMs, signal) {
       const {SshSession} = await import('./ssh-client.js')
-      const ssh = await SshSession.connectWithRetry({host: container.sshHost!, port: container.sshPort!, username: container.user, privateKey}, {timeoutMs})
+      const ssh = await SshSession.connectWithRetry(
+        {host: container.sshHost!, port: container.sshPort!, username: container.user, privateKey},
+        {timeoutMs, signal},
+      )
       ssh.close()
     },
   }
@@ -27,9 +31,10 @@ export function sshLogin(container: SessionContainer, privateKey: Buffer | strin
 export function entrypointDone(container: SessionContainer, runtime: DockerRuntime): Readiness {
   return {
     describe: `the entrypoint of ${container.name}`,
-    async waitUntilReady(timeoutMs) {
+    async waitUntilReady(timeoutMs, signal) {
       const deadline = Date.now() + timeoutMs
       while (Date.now() < deadline) {
+        signal?.throwIfAborted()
         const marker = await runtime.exec(container.id, ['test', '-f', '/etc/gpu-cosplay/permit-user-environment']).catch(() => null)
         const who = marker?.exitCode === 0 ? await runtime.exec(container.id, ['id', '-u', container.user]).catch(() => null) : null
         if (who?.exitCode === 0) return

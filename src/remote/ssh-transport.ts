@@ -258,6 +258,7 @@ function openClient(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeoutMs: nu
         return verdict === 'trusted'
       },
     })
+    client.setNoDelay(true) // as in container/ssh-client.ts: Nagle costs each login a delayed ACK
   })
 }
 
