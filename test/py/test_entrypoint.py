@@ -219,6 +219,62 @@ def read(path):
         return f.read()
 
 
+@unittest.skipUnless(shutil.which("bash"), "needs bash")
+class SshdSetupTest(unittest.TestCase):
+    """The parts of the container start that sshd depends on, run in a temporary root."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-sshd-")
+        self.env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1"}
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def bash(self, script, **extra):
+        result = subprocess.run(["bash", "-c", 'set -euo pipefail; . "$1"; set -euo pipefail; ' + script, "entrypoint", ENTRYPOINT],
+                                env={**self.env, **extra}, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    def test_authorized_keys_keep_only_public_key_lines(self):
+        keys = "ssh-ed25519 AAAA one\n# a comment\ncommand=\"x\" ssh-rsa AAAA two\necdsa-sha2-nistp256 AAAA three\n\nnot a key"
+        self.bash('install_pubkey "$ROOT/home/u"', GPU_COSPLAY_SSH_PUBKEY=keys)
+        path = os.path.join(self.root, "home/u/.ssh/authorized_keys")
+        self.assertEqual(read(path), "ssh-ed25519 AAAA one\necdsa-sha2-nistp256 AAAA three\n")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        self.assertEqual(os.stat(os.path.dirname(path)).st_mode & 0o777, 0o700)
+
+    def test_no_key_is_a_warning_and_an_empty_file(self):
+        result = self.bash('install_pubkey "$ROOT/home/u"', GPU_COSPLAY_SSH_PUBKEY="")
+        self.assertEqual(read(os.path.join(self.root, "home/u/.ssh/authorized_keys")), "")
+        self.assertIn("GPU_COSPLAY_SSH_PUBKEY is empty", result.stderr)
+
+    def test_pam_loginuid_is_made_optional_once(self):
+        pam = os.path.join(self.root, "etc/pam.d/sshd")
+        os.makedirs(os.path.dirname(pam))
+        with open(pam, "w") as f:
+            f.write("@include common-auth\nsession    required     pam_loginuid.so\nsession required pam_limits.so\n")
+        self.bash("relax_pam_loginuid")
+        self.assertEqual(read(pam), "@include common-auth\nsession optional pam_loginuid.so\nsession required pam_limits.so\n")
+        before = os.stat(pam).st_ino
+        self.bash("relax_pam_loginuid")  # already optional (the cosplay image has it done at build): left alone
+        self.assertEqual(os.stat(pam).st_ino, before)
+
+    def test_sshd_config_names_the_user_and_the_permitted_variables(self):
+        os.makedirs(os.path.join(self.root, "etc/gpu-cosplay"))
+        with open(os.path.join(self.root, "etc/gpu-cosplay/permit-user-environment"), "w") as f:
+            f.write("GPU_COSPLAY_NAME,PATH\n")
+        self.bash("write_sshd_config alice")
+        config = read(os.path.join(self.root, "etc/gpu-cosplay/sshd_config")).split("\n")
+        self.assertIn("AllowUsers alice", config)
+        self.assertIn("PermitUserEnvironment GPU_COSPLAY_NAME,PATH", config)
+        self.assertIn("UsePAM no", config)  # no /etc/pam.d/sshd in this root
+
+    def test_sshd_config_without_a_permit_file_permits_none(self):
+        self.bash("write_sshd_config alice")
+        self.assertIn("PermitUserEnvironment none", read(os.path.join(self.root, "etc/gpu-cosplay/sshd_config")).split("\n"))
+
+
 def is_gone(pid, timeout_s=10.0):
     """True once pid has exited (a zombie waiting for its reaper counts as exited)."""
     deadline = time.time() + timeout_s
