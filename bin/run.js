@@ -2,6 +2,11 @@
 // ls, info and plan --on first try dist/fast.js, which runs them without loading oclif (most of their start-up
 // time); it hands anything it does not fully handle (help, errors, other flags) to the real CLI below.
 const argv = process.argv.slice(2)
+// `up`'s first look at the GPUs (read-only) runs while the rest of the CLI loads
+if (argv[0] === 'up') {
+  const early = await import('../dist/first-listing.js')
+  if (early.upReadsLocalGpu(argv, process.env)) early.startEarlyListing()
+}
 const handled = ['ls', 'info', 'plan'].includes(argv[0]) && !process.env.GPU_COSPLAY_NO_FAST && (await import('../dist/fast.js')).runFast(argv)
 if (!(await handled)) {
   const {execute} = await import('../dist/cli.js')

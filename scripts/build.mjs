@@ -26,6 +26,8 @@ await build({
     cli: 'src/cli.ts',
     'command-not-found': 'src/commands/support/command-not-found.ts',
     'compile-catalog': 'src/catalog/compile-catalog.ts',
+    // bin/run.js starts `up`'s first nvidia-smi -L from here before loading oclif; up picks up the same promise
+    'first-listing': 'src/commands/support/first-listing.ts',
   },
 })
 

@@ -60,6 +60,8 @@ export type WithBookOptions = {
   readonly read?: 'full' | 'settings'
   /** the GPU's index when `-L` showed MIG devices on it: its MIG tables are read at the same time as `-q` */
   readonly migIndexHint?: number
+  /** called once the locked read of the GPU has started, for work to overlap with it (bring-up's container preparation) */
+  readonly onReadStarted?: () => void
 }
 
 /**
@@ -78,7 +80,9 @@ export async function withBook<T>(
     const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw')
     const persist = () => writeBook(file, book)
     const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migIndexHint: options.migIndexHint})
-    let live = await probe()
+    const reading = probe()
+    options.onReadStarted?.()
+    let live = await reading
     const before = Object.keys(book.sessions)
     const notes = forgetIfRebooted(book, deps.bootId)
     if (deps.bootId !== null) book.bootId = deps.bootId

@@ -36,7 +36,12 @@ export type UpRequest = {
   readonly mpsAvailable: boolean
   /** start the session's MPS daemon on the host (no container; with one, its entrypoint runs the daemon) */
   readonly mpsOnHost: {readonly owner: {readonly uid: number; readonly gid: number}; readonly runAsOwner: boolean} | null
-  /** steps of later layers (the container), run after the GPU is ready, inside the same journal */
+  /**
+   * What must be settled before the GPU's first change (the container's engine, image and key). Started once the
+   * locked read of the GPU is under way, so the two overlap; awaited after planning, before the session is recorded.
+   */
+  readonly beforeChanges?: () => Promise<void>
+  /** steps of later layers (the container), run once the instance exists (before the GPU-wide settings), in the same journal */
   readonly extraSteps?: (session: SessionRecord, live: HostGpu) => PlannedStep[]
 }
 
@@ -75,19 +80,35 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
   if (request.name !== null && !reserveName(deps.stateDir, name, claim)) {
     throw new StateError('SESSION_EXISTS', `a session named "${name}" already exists`, {exit: 2, fix: ['pick another --name', 'see them: gpu-cosplay ps']})
   }
+  let settled: Promise<void> = Promise.resolve()
+  const onReadStarted = request.beforeChanges
+    ? () => {
+        // a macrotask later: the read's nvidia-smi is spawned first, then the gate's module loading runs beside it
+        settled = new Promise<void>((resolve) => setImmediate(resolve)).then(request.beforeChanges)
+        settled.catch(() => undefined) // awaited by bringUpLocked; unobserved when planning fails first
+      }
+    : undefined
   try {
     const migIndexHint = migUuidsBefore.size > 0 ? gpu.index : undefined
-    return await withBook(deps, gpu, (open) => bringUpLocked(request, deps, name, open, migUuidsBefore), {migIndexHint})
+    return await withBook(deps, gpu, (open) => bringUpLocked(request, deps, name, open, migUuidsBefore, () => settled), {migIndexHint, onReadStarted})
   } catch (error) {
     releaseName(deps.stateDir, name)
     throw error
   }
 }
 
-async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, open: OpenBook, migUuidsBefore: ReadonlySet<string>): Promise<ActiveSession> {
+async function bringUpLocked(
+  request: UpRequest,
+  deps: UpDeps,
+  name: string,
+  open: OpenBook,
+  migUuidsBefore: ReadonlySet<string>,
+  beforeChanges: () => Promise<void>,
+): Promise<ActiveSession> {
   const {book, persist} = open
   const host = planHostFromProbe(open.live, hostModelFor(deps.catalog, open.live), {mpsAvailable: request.mpsAvailable})
   const plan = planOnGpu(request.target, host, request.objective, heldSettings(book), {strict: request.strict, ...request.gpuWide})
+  await beforeChanges()
   const session: SessionRecord = {
     ...newSessionBase(name, request),
     target: {key: request.target.key, name: request.target.name},
@@ -104,7 +125,7 @@ async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, ope
     persist,
     deps,
     async () => {
-      await runSteps(ctx, persist, gpuSteps(plan), deps.cancel)
+      await runSteps(ctx, persist, instanceSteps(plan), deps.cancel)
       if (session.mig) session.mig.uuid = await migUuidOf(deps.gpu, ctx.live, session, book, migUuidsBefore)
       persist()
       if (plan.mps && request.mpsOnHost) {
@@ -112,6 +133,8 @@ async function bringUpLocked(request: UpRequest, deps: UpDeps, name: string, ope
         await runSteps(ctx, persist, [mpsStepFor(stepFor(deps.steps, 'start-mps'), plan.mps, deps.stateDir, name, owner, runAsOwner)], deps.cancel)
       }
       if (request.extraSteps) await runSteps(ctx, persist, request.extraSteps(session, ctx.live), deps.cancel)
+      // Last, because nothing before depends on them: a container's entrypoint and sshd start while these calls run.
+      await runSteps(ctx, persist, gpuWideSteps(plan), deps.cancel)
     },
     notes,
   )
@@ -136,7 +159,8 @@ function mpsDaemonOf(session: SessionRecord): ActiveSession['mpsDaemon'] {
   return {pipeDirectory: params.pipeDirectory, logDirectory: params.logDirectory}
 }
 
-function gpuSteps(plan: Plan): PlannedStep[] {
+/** What the session runs on: persistence, then (on a slice) MIG mode and the instance. */
+function instanceSteps(plan: Plan): PlannedStep[] {
   const steps: PlannedStep[] = [{impl: setPersistence, params: {value: true}}]
   if (plan.mig) {
     steps.push(
@@ -144,7 +168,12 @@ function gpuSteps(plan: Plan): PlannedStep[] {
       {impl: createGpuInstance, params: {profile: plan.mig.profile, profileId: plan.mig.profileId, withComputeInstance: true}},
     )
   }
-  // GPU-wide knobs bind every tenant: only a session that holds the whole GPU (or asked) takes them.
+  return steps
+}
+
+/** GPU-wide knobs bind every tenant: only a session that holds the whole GPU (or asked) takes them. */
+function gpuWideSteps(plan: Plan): PlannedStep[] {
+  const steps: PlannedStep[] = []
   if (plan.gpuWide.clockLock) steps.push({impl: lockClocks, params: {value: plan.clockMHz}})
   if (plan.gpuWide.powerLimit && plan.powerLimitW !== null) steps.push({impl: setPowerLimit, params: {value: plan.powerLimitW}})
   return steps

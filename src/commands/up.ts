@@ -1,5 +1,3 @@
-import path from 'node:path'
-
 import {Args, Flags, type Interfaces, ux} from '@oclif/core'
 
 import type {ActiveSession} from '../apply/bring-up.js'
@@ -65,7 +63,7 @@ export default class Up extends BaseCommand {
 
 Every change is written to the state directory before it is made; Ctrl-C finishes the current step and undoes the rest, and \`gpu-cosplay recover\` finishes the job after a crash. \`down\` puts everything back.
 
-Then it starts a container on the slice (the last step of the same journal, so \`down\` removes it first): the cosplay image (built on first use) or --image, your workspace at /workspace, you as the user, sshd on 127.0.0.1, and returns once ssh logs in. With --no-container it stops after the GPU part and prints what your own workload needs.`
+Then it starts a container on the slice, in the same journal (the GPU-wide settings are taken while it boots): the cosplay image (built on first use, before any GPU change) or --image, your workspace at /workspace, you as the user, sshd on 127.0.0.1, and returns once ssh logs in. With --no-container it stops after the GPU part and prints what your own workload needs.`
   static examples = [
     '<%= config.bin %> up 3090',
     '<%= config.bin %> up 3090 --no-container',
@@ -109,8 +107,8 @@ Then it starts a container on the slice (the last step of the same journal, so \
     // Flags are checked before Docker or the GPU is contacted.
     if (flags.name !== undefined) (await import('../apply/session-names.js')).assertSessionName(flags.name)
     const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, this.config.version)
-    // The first look at the GPUs (`-L`, read-only) starts now, while the modules the rest of up needs load.
-    const firstListing = (await import('./support/first-listing.js')).startFirstListing()
+    // The first look at the GPUs (`-L`, read-only), started by bin/run.js before oclif loaded, or now.
+    const firstListing = (await import('./support/first-listing.js')).firstListing()
     const [{applyContext, cancelOnSignals}, {bringUp}, {findMpsControl}] = await Promise.all([
       import('./support/apply-context.js'),
       import('../apply/bring-up.js'),
@@ -205,7 +203,7 @@ Then it starts a container on the slice (the last step of the same journal, so \
 
 /** up's container flags as the container layer takes them; bad values fail here, before anything is contacted. */
 async function containerInputFrom(flags: UpFlags, target: Target, version: string): Promise<Omit<PrepareInput, 'stateDir'>> {
-  const [{parseVolumeFlags, parseEnvFlags, parseByteSize, parseBindAddress}, {invokingUser}] = await Promise.all([
+  const [{parseVolumeFlags, parseEnvFlags, parseByteSize, parseBindAddress, parseWorkspace}, {invokingUser}] = await Promise.all([
     import('../container/container-flags.js'),
     import('../core/invoking-user.js'),
   ])
@@ -217,7 +215,7 @@ async function containerInputFrom(flags: UpFlags, target: Target, version: strin
     keyOwner: {uid: user.uid, gid: user.gid},
     // the entrypoint never makes root the session user (ssh must not depend on root login): root gets "cosplay"
     owner: user.uid === 0 ? {uid: 1000, gid: 1000, user: 'cosplay'} : {uid: user.uid, gid: user.gid, user: user.user},
-    workspace: path.resolve(flags.workspace ?? process.cwd()),
+    workspace: parseWorkspace(flags.workspace ?? '.', process.cwd()),
     volumes: parseVolumeFlags(flags.volume ?? [], process.cwd()),
     env: parseEnvFlags(flags.env ?? []),
     sshPort: flags['ssh-port'] ?? null,

@@ -1,4 +1,5 @@
 /** `up`'s container flags, parsed into what the container layer takes; bad values are one-line InputErrors. */
+import {statSync} from 'node:fs'
 import {isIP} from 'node:net'
 import path from 'node:path'
 
@@ -40,4 +41,17 @@ export function parseVolumeFlags(items: readonly string[], cwd: string): string[
 export function parseBindAddress(text: string): string {
   if (isIP(text) === 0) throw new InputError('BAD_SSH_BIND', `--ssh-bind ${text}: not an IP address (e.g. 127.0.0.1, 0.0.0.0, ::)`)
   return text
+}
+
+/** --workspace: an existing folder, made absolute. */
+export function parseWorkspace(dir: string, cwd: string): string {
+  const absolute = path.resolve(cwd, dir)
+  let isDir = false
+  try {
+    isDir = statSync(absolute).isDirectory()
+  } catch {
+    // reported below
+  }
+  if (!isDir) throw new InputError('BAD_WORKSPACE', `--workspace ${absolute} is not a folder`)
+  return absolute
 }

@@ -1,18 +1,23 @@
 /**
- * `up` with a container: settle Docker, image, key and port before the GPU lock (no GPU change without
- * them), run the GPU steps and the container step as one journaled session, then wait until the container
- * is usable. A session that never becomes usable is ended: one rollback path, through `down`'s.
+ * `up` with a container: settle Docker, image and key while bring-up reads the GPU under its lock (no GPU
+ * change without them), run the GPU steps and the container step as one journaled session, then wait until
+ * the container is usable. A session that never becomes usable is ended: one rollback path, through `down`'s.
+ *
+ * Docker is loaded lazily (dockerode alone takes ~90 ms to load): overlapping that with the GPU read is most of
+ * what keeps `up` under a second.
  */
 import {type ActiveSession, bringUp, type UpDeps, type UpRequest} from '../apply/bring-up.js'
+import type {SessionRecord} from '../apply/gpu-book.js'
 import {stepFor} from '../apply/steps/registry.js'
+import type {StepImpl} from '../apply/steps/step.js'
 import {tearDown} from '../apply/tear-down.js'
-import {type PreparedContainer, type PrepareInput, prepareContainer} from './prepare-container.js'
+import type {PreparedContainer, PrepareInput} from './prepare-container.js'
 import {readinessOf} from './readiness.js'
-import {DockerRuntime} from './runtime.js'
+import type {DockerRuntime} from './runtime.js'
 import {containerSteps, type SessionContainer, sessionContainer} from './session-container.js'
 
 export type LaunchHooks = {
-  /** the GPU part is done; the container is being waited for */
+  /** the GPU part is done; the container (its sshd, or its entrypoint) is being waited for */
   readonly onWait?: (what: string) => void
 }
 
@@ -24,30 +29,63 @@ export type LaunchedSession = {
 
 export const READY_TIMEOUT_MS = 30_000
 
+/** The default image is missing: bring-up gives up before any change, the build runs outside the GPU lock. */
+class BuildNeeded extends Error {}
+
 export async function launchSession(
-  request: Omit<UpRequest, 'extraSteps'>,
+  request: Omit<UpRequest, 'extraSteps' | 'beforeChanges'>,
   container: PrepareInput,
   deps: UpDeps & {readonly isRoot: boolean},
   hooks: LaunchHooks = {},
 ): Promise<LaunchedSession> {
-  const runtime = new DockerRuntime()
-  // bring-up's first look at the GPUs (`-L`, read-only, before any lock) runs while Docker answers.
-  const firstListing = deps.firstListing ?? deps.gpu.listGpus()
-  firstListing.catch(() => undefined) // a failure surfaces through bring-up's own await
-  const prepared = await prepareContainer(container, runtime)
-  // After an image build (minutes) the first look is old: bring-up looks again.
-  const active = await bringUp(
-    {...request, extraSteps: containerSteps(prepared.options, stepFor(deps.steps, 'start-container'))},
-    {...deps, firstListing: prepared.built === null ? firstListing : undefined},
-  )
-  const started = sessionContainer(active.session)
+  const docker: {runtime?: DockerRuntime; prepared?: PreparedContainer} = {}
+  const prepare = async (mayBuild: boolean): Promise<void> => {
+    const [{prepareContainer}, {DockerRuntime}] = await Promise.all([import('./prepare-container.js'), import('./runtime.js')])
+    docker.runtime ??= new DockerRuntime()
+    const outcome = await prepareContainer(container, docker.runtime, {mayBuild})
+    if (outcome === 'build-needed') throw new BuildNeeded()
+    docker.prepared = outcome
+    // ssh2 loads (~30 ms) while the GPU steps wait on nvidia-smi, not after the container started
+    if (outcome.options.sshPort !== null) import('./ssh-client.js').catch(() => undefined)
+  }
+  // The wait for the container starts with it: its entrypoint and sshd boot while bring-up sets the GPU-wide
+  // settings. Stopped when bring-up fails (it removes the container).
+  const stopWaiting = new AbortController()
+  const waiting: {ready?: {readonly describe: string; readonly done: Promise<void>}} = {}
+  const startStep = stepFor(deps.steps, 'start-container')
+  const waitingStartStep: StepImpl = {
+    ...startStep,
+    async apply(ctx, params, prior) {
+      const result = await startStep.apply(ctx, params, prior)
+      const readiness = readinessOf(sessionContainer(ctx.session as SessionRecord), docker.prepared!.identity.privateKey, docker.runtime!)
+      waiting.ready = {describe: readiness.describe, done: readiness.waitUntilReady(READY_TIMEOUT_MS, stopWaiting.signal)}
+      waiting.ready.done.catch(() => undefined) // awaited below once bring-up is done; unobserved when it fails
+      return result
+    },
+  }
+  const upRequest: UpRequest = {...request, extraSteps: (session, live) => containerSteps(docker.prepared!.options, waitingStartStep)(session, live)}
+
+  let active: ActiveSession
   try {
-    const readiness = readinessOf(started, prepared.identity.privateKey, runtime)
-    hooks.onWait?.(readiness.describe)
-    await readiness.waitUntilReady(READY_TIMEOUT_MS)
+    try {
+      active = await bringUp({...upRequest, beforeChanges: () => prepare(false)}, deps)
+    } catch (error) {
+      if (!(error instanceof BuildNeeded)) throw error
+      await prepare(true)
+      // After an image build (minutes) the first look is old: bring-up looks again.
+      active = await bringUp(upRequest, {...deps, firstListing: undefined})
+    }
+  } catch (error) {
+    stopWaiting.abort()
+    throw error
+  }
+  try {
+    const {describe, done} = waiting.ready!
+    hooks.onWait?.(describe)
+    await done
   } catch (error) {
     await tearDown([active.name], {uid: request.owner.uid, isRoot: deps.isRoot}, deps).catch(() => undefined)
     throw error
   }
-  return {active, container: started, prepared}
+  return {active, container: sessionContainer(active.session), prepared: docker.prepared!}
 }

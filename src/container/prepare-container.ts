@@ -1,12 +1,10 @@
 /**
- * Everything `up` settles about the container before it takes the GPU lock: the engine answers, the image
- * is there (the default one is built on first use), the ssh key, the port. Nothing here touches the GPU,
- * so a missing engine or image fails before any GPU change.
+ * Everything `up` settles about the container before the GPU's first change: the engine answers, the image
+ * is there (the default one is built on first use), the ssh key, the port. Nothing here touches the GPU, so a
+ * missing engine or image fails before any GPU change.
  */
-import {statSync} from 'node:fs'
-
 import {userDirOf} from '../apply/state-dir.js'
-import {ContainerError, InputError} from '../core/errors.js'
+import {ContainerError} from '../core/errors.js'
 import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'
 import type {BuildEvent} from './runtime.js'
 import {DockerRuntime} from './runtime.js'
@@ -33,8 +31,15 @@ export type PreparedContainer = {
   readonly built: CosplayBuild | null
 }
 
-export async function prepareContainer(input: PrepareInput, runtime: DockerRuntime = new DockerRuntime()): Promise<PreparedContainer> {
-  assertDirectory(input.workspace)
+/**
+ * `mayBuild: false`: the default image being absent is answered with 'build-needed' instead of a build (minutes),
+ * for a caller that holds the GPU lock meanwhile.
+ */
+export async function prepareContainer(
+  input: PrepareInput,
+  runtime: DockerRuntime = new DockerRuntime(),
+  {mayBuild = true}: {readonly mayBuild?: boolean} = {},
+): Promise<PreparedContainer | 'build-needed'> {
   await runtime.ping()
   const imageRef = input.imageRef ?? defaultImageTag(input.version)
   let image = await runtime.inspectImage(imageRef)
@@ -45,6 +50,7 @@ export async function prepareContainer(input: PrepareInput, runtime: DockerRunti
         fix: [`docker pull ${imageRef}`, 'or leave out --image to use the cosplay image'],
       })
     }
+    if (!mayBuild) return 'build-needed'
     const base = baseImageFor({})
     input.onBuildStart?.(imageRef, base)
     built = await buildCosplayImage(runtime, {base, tag: imageRef, version: input.version, packageRoot: input.packageRoot, onProgress: input.onBuildProgress})
@@ -77,14 +83,4 @@ export async function prepareContainer(input: PrepareInput, runtime: DockerRunti
       packageRoot: input.packageRoot,
     },
   }
-}
-
-function assertDirectory(dir: string): void {
-  let isDir = false
-  try {
-    isDir = statSync(dir).isDirectory()
-  } catch {
-    // reported below
-  }
-  if (!isDir) throw new InputError('BAD_WORKSPACE', `--workspace ${dir} is not a folder`)
 }

@@ -272,6 +272,7 @@ export class DockerRuntime {
           : {}),
       },
     }
+    const creating = Date.now()
     let container: Docker.Container
     try {
       container = await this.docker.createContainer(options)
@@ -279,6 +280,7 @@ export class DockerRuntime {
       const code = (error as EngineError)?.statusCode === 409 ? 'CONTAINER_NAME_IN_USE' : 'CONTAINER_CREATE_FAILED'
       throw this.wrap(error, code, `cannot create container ${spec.name}`)
     }
+    const starting = Date.now()
     try {
       await container.start()
     } catch (error) {
@@ -293,7 +295,7 @@ export class DockerRuntime {
       const binding = info.NetworkSettings?.Ports?.['22/tcp']?.[0]
       sshPort = binding?.HostPort ? Number(binding.HostPort) : null
     }
-    debug('started %s (%s) ssh %s:%s', spec.name, container.id, bindAddress, sshPort)
+    debug('started %s (%s) ssh %s:%s: create %d ms, start %d ms', spec.name, container.id, bindAddress, sshPort, starting - creating, Date.now() - starting)
     return {id: container.id, name: spec.name, sshPort, sshBindAddress: publish ? bindAddress : null}
   }
 

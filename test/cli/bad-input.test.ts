@@ -55,6 +55,7 @@ const CASES: Case[] = [
   {name: 'a GPU name with a newline', args: ['info', 'a\nb'], exit: 2, code: 'UNKNOWN_GPU'},
   {name: 'a session name with terminal escapes', args: ['ssh-config', 'x\u001b[31m\u0007\u009b'], exit: 2, code: 'UNKNOWN_SESSION'},
   {name: 'no GPU instance fits', args: ['plan', 'a100-80g'], exit: 3, code: 'MIG_NO_FREE_SLOT', sim: (s) => void s.createInstances(0, [19])},
+  {name: '--workspace not a folder', args: ['up', '3090', '--workspace', '/nonexistent/ws'], exit: 2, code: 'BAD_WORKSPACE'},
 ]
 
 function notExecutable(): string {

@@ -7,7 +7,8 @@ import {statSync, writeFileSync} from 'node:fs'
 import {jest} from '@jest/globals'
 import {join} from 'node:path'
 
-import {BASE_IMAGE, containersOf, docker, NO_SSHD_IMAGE, UID, waitFor, World} from './support.js'
+import {baseImageFor, defaultImageTag} from '../../src/container/cosplay-image.js'
+import {BASE_IMAGE, containersOf, docker, NO_SSHD_IMAGE, UID, version, waitFor, World} from './support.js'
 
 jest.setTimeout(180_000)
 
@@ -23,6 +24,33 @@ beforeAll(() => {
 })
 
 describe('build', () => {
+  it('the first up builds the cosplay image before any GPU change and outside the GPU lock, then starts the session', () => {
+    const tag = defaultImageTag(version())
+    const defaultBase = baseImageFor({})
+    docker(['image', 'rm', tag], undefined, {allowFail: true})
+    // the Dockerfile's default base, offline: the local Debian base under its name
+    const tagged = docker(['image', 'inspect', defaultBase], undefined, {allowFail: true}) === null
+    if (tagged) docker(['tag', BASE_IMAGE, defaultBase])
+    try {
+      const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--cap-power'])
+      expect(up.exitCode).toBe(0)
+      expect(up.json.container.builtImage).toBe(true)
+      // bring-up read the GPU under its lock, gave up unchanged for the build, then read it again
+      const calls = world.calls()
+      const reads = calls.flatMap((argv, i) => (argv.startsWith('-q') ? [i] : []))
+      expect(reads).toHaveLength(2)
+      const firstChange = calls.findIndex((argv) => world.mutatingCalls().includes(argv))
+      expect(firstChange).toBeGreaterThan(reads[1])
+      // the GPU-wide power cap it asked for is set while the container boots
+      const kinds = world.journalKinds(world.id)
+      expect(kinds.slice(kinds.indexOf('create-gi'))).toEqual(['create-gi', 'start-container', 'set-power-limit'])
+      expect(world.cli(['ssh', world.id, '--', 'printenv', 'GPU_COSPLAY_NAME']).stdout.trim()).toBe('NVIDIA GeForce RTX 3090')
+      expect(world.json(['down', world.id]).exitCode).toBe(0)
+    } finally {
+      if (tagged) docker(['image', 'rm', defaultBase], undefined, {allowFail: true})
+    }
+  })
+
   it('builds the cosplay image on a local base, as the non-root user', () => {
     const built = world.json(['build', '--base', BASE_IMAGE])
     expect(built.exitCode).toBe(0)

@@ -127,12 +127,26 @@ export class World {
     return {persistence: g.persistence, mig: [g.mig_current, g.mig_pending], powerLimitW: g.power_limit, clocks: g.clocks_locked, gis: g.gis ?? []}
   }
 
-  mutatingCalls(): string[] {
+  /** every nvidia-smi call so far, in order, as one string each */
+  calls(): string[] {
     return readFileSync(`${this.simState}.calls.log`, 'utf8')
       .split('\n')
       .filter(Boolean)
       .map((l) => (JSON.parse(l).argv as string[]).join(' '))
-      .filter((a) => /(^| )(-mig|-cgi|-cci|-dci|-dgi|-lgc|-rgc|-pl|-pm)( |$)/.test(a))
+  }
+
+  mutatingCalls(): string[] {
+    return this.calls().filter((a) => /(^| )(-mig|-cgi|-cci|-dci|-dgi|-lgc|-rgc|-pl|-pm)( |$)/.test(a))
+  }
+
+  /** the kinds of a session's journal entries, in the order they were made */
+  journalKinds(session: string): string[] {
+    const dir = join(this.stateDir, 'gpus')
+    for (const f of readdirSafe(dir).filter((n) => n.endsWith('.json'))) {
+      const book = JSON.parse(readFileSync(join(dir, f), 'utf8'))
+      if (book.sessions[session]) return (book.sessions[session].journal as {kind: string}[]).map((e) => e.kind)
+    }
+    throw new Error(`no session ${session} in ${dir}`)
   }
 
   /** sessions and leases left in the state directory's books */
@@ -159,10 +173,19 @@ function readdirSafe(dir: string): string[] {
   }
 }
 
-export function docker(args: readonly string[], input?: string): string {
+export function docker(args: readonly string[], input?: string): string
+export function docker(args: readonly string[], input: string | undefined, options: {allowFail: true}): string | null
+/** The docker CLI's stdout; a failure throws, or with allowFail gives null. */
+export function docker(args: readonly string[], input?: string, options: {allowFail?: boolean} = {}): string | null {
   const r = spawnSync('docker', args, {encoding: 'utf8', input})
-  if (r.status !== 0) throw new Error(`docker ${args.join(' ')}: ${r.stderr}`)
-  return r.stdout
+  if (r.status === 0) return r.stdout
+  if (options.allowFail) return null
+  throw new Error(`docker ${args.join(' ')}: ${r.stderr}`)
+}
+
+/** package.json's version: the default image's tag */
+export function version(): string {
+  return (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {version: string}).version
 }
 
 /** containers whose session label starts with the world's id */

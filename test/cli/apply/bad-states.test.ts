@@ -31,6 +31,20 @@ describe('bad input and bad states leave the GPU untouched', () => {
     oneLineError(runCli(['down', 'nope'], env).stderr)
   }, 30_000)
 
+  it('Docker unreachable: the GPU is read, never changed, and the name is free again', () => {
+    // up settles Docker while it reads the GPU under its lock (the tests' DOCKER_HOST points nowhere)
+    const sim = Sim.create('h200', 1)
+    const env = sim.env()
+    const before = gpuState(sim)
+    const result = runJson(['up', '3090', '--name', 'no-docker'], env)
+    expect(result.exitCode).toBe(5)
+    expect(result.json.error.code).toBe('DOCKER_UNREACHABLE')
+    expect(sim.calls().some((c) => c.argv[0] === '-q')).toBe(true)
+    expect(gpuState(sim)).toEqual(before)
+    oneLineError(runCli(['up', '3090', '--name', 'no-docker'], env).stderr)
+    expect(runCli(['up', 't4', '--no-container', '--name', 'no-docker'], env).exitCode).toBe(0)
+  }, 30_000)
+
   it('a GPU whose MIG mode is pending a reset', () => {
     const sim = Sim.create('h200', 1).set('gpus.0.mig_pending', true)
     const before = gpuState(sim)
