@@ -3,7 +3,10 @@
  * that does not print the compute instance's ID, and for a session journaled by an older gpu-cosplay (separate
  * create-gi and create-ci steps), `down` still removes exactly what the session made.
  */
-import {cleanupTemps, editBook, runCli, runJson, Sim} from '../support/run-cli.js'
+import {readFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {cleanupTemps, editBook, ROOT, runCli, runJson, Sim} from '../support/run-cli.js'
 import {gpuState} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
@@ -53,6 +56,27 @@ describe('the slice and its compute instance in one call', () => {
         .map((c) => c.argv.find((a) => a === '-dci' || a === '-dgi'))
         .filter(Boolean),
     ).toEqual(['-dci', '-dgi'])
+    expect(gpuState(sim)).toEqual(before)
+  }, 30_000)
+})
+
+describe('a session left up across an upgrade', () => {
+  // the plan as gpu-cosplay stored it before MPS shaping (test/fixtures/books/README.md)
+  const oldBook = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/books/before-mps-shaping.json'), 'utf8'))
+
+  it('is listed, shown and ended: its stored plan is read as what it was', () => {
+    const sim = Sim.create('h200', 1)
+    const env = sim.env()
+    const before = gpuState(sim)
+    expect(runJson(['up', 't4', '--no-container', '--name', 'older'], env).exitCode).toBe(0)
+    editBook(env, (book) => {
+      book.sessions.older.plan = oldBook.sessions.old1.plan
+    })
+    const ps = runJson(['ps'], env)
+    expect(ps.exitCode).toBe(0)
+    expect(ps.json.map((s: any) => [s.name, s.phase])).toEqual([['older', 'active']])
+    expect(runJson(['status'], env).exitCode).toBe(0)
+    expect(runCli(['down', 'older'], env).exitCode).toBe(0)
     expect(gpuState(sim)).toEqual(before)
   }, 30_000)
 })
