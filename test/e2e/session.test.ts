@@ -221,6 +221,23 @@ describe('failures', () => {
     expect(world.leftovers()).toEqual({sessions: [], leases: []})
   })
 
+  it('kill -9 once the power cap is set while the container boots, then recover: both undone', async () => {
+    const before = world.gpuState() as {powerLimitW: number}
+    const running = world.start(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--cap-power'], {
+      GPU_COSPLAY_TEST_PAUSE_AFTER_STEP: 'set-power-limit',
+    })
+    await waitFor(() => (world.gpuState() as {powerLimitW: number}).powerLimitW !== before.powerLimitW, 60_000)
+    running.kill()
+    await running.done
+    expect(containersOf(world.id)).toHaveLength(1)
+    const recovered = world.json(['recover'])
+    expect(recovered.exitCode).toBe(0)
+    expect(recovered.json.gpus[0].recovered).toEqual([world.id])
+    expect(containersOf(world.id)).toEqual([])
+    expect(world.gpuState()).toEqual(before)
+    expect(world.leftovers()).toEqual({sessions: [], leases: []})
+  })
+
   it('Docker unreachable: one clear error before any GPU change', () => {
     const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace], {DOCKER_HOST: 'unix:///nonexistent/gpu-cosplay-e2e.sock'})
     expect(up.exitCode).toBe(5)
