@@ -88,6 +88,20 @@ describe('two users on one GPU, one shared state directory', () => {
     expect(containersOf(world.id)).toHaveLength(2)
   })
 
+  it("a lease hold is its holder's user's: the teammate cannot release it, nor take it over", () => {
+    const lease = ['--host-gpu', '0', '--holder', `${world.id}-job`]
+    const held = world.json(['lease', 'hold', ...lease, '--power-limit-w', '400'])
+    expect({exit: held.exitCode, error: held.json.error}).toEqual({exit: 0, error: undefined})
+    for (const args of [
+      ['lease', 'release', ...lease],
+      ['lease', 'hold', ...lease, '--power-limit-w', '400'],
+    ]) {
+      const refused = mate.json(args)
+      expect({args, exit: refused.exitCode, code: refused.json.error?.code}).toEqual({args, exit: 4, code: 'NOT_OWNER'})
+    }
+    expect(world.json(['lease', 'release', ...lease]).exitCode).toBe(0)
+  })
+
   it('a GPU_COSPLAY_* --env value arrives literally over ssh', () => {
     expect(world.cli(['ssh', names.a, '--', 'printenv', 'GPU_COSPLAY_E2E_TRICKY']).stdout).toBe(`${TRICKY}\n`)
   })
