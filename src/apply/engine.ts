@@ -1,7 +1,7 @@
 import createDebug from 'debug'
 
 import {StateError} from '../core/errors.js'
-import {DEBUG_NS} from '../core/names.js'
+import {DEBUG_NS, HOST_ENV} from '../core/names.js'
 import type {GpuControl} from '../host/gpu-control.js'
 import type {HostGpu} from '../host/types.js'
 import type {BookSession, GpuBook} from './gpu-book.js'
@@ -10,11 +10,6 @@ import type {PlannedStep, StepContext} from './steps/step.js'
 
 const debug = createDebug(DEBUG_NS.apply)
 
-/**
- * Test-only: `GPU_COSPLAY_TEST_PAUSE_AFTER_STEP=<kind>` sleeps after that step acted and before it is recorded
- * done, the widest crash window there is (the crash tests kill -9 there, for any step kind).
- */
-export const TEST_PAUSE_ENV = 'GPU_COSPLAY_TEST_PAUSE_AFTER_STEP'
 
 /** Set by the command's signal handler; the engine finishes the step in flight, then unwinds. */
 export type Cancellation = {readonly requested: boolean}
@@ -44,8 +39,10 @@ export async function runSteps(ctx: StepContext, persist: Persist, steps: readon
     persist()
     debug('%s: %s', ctx.session.name, impl.describe(params))
     const result = await impl.apply(ctx, params, prior)
-    if (process.env[TEST_PAUSE_ENV] === impl.kind) {
-      debug('test pause after %s (%s)', impl.kind, TEST_PAUSE_ENV)
+    // Test-only: GPU_COSPLAY_TEST_PAUSE_AFTER_STEP=<kind> sleeps after that step acted and before it is recorded
+    // done, the widest crash window there is (the crash tests kill -9 there, for any step kind).
+    if (process.env[HOST_ENV.testPauseAfterStep] === impl.kind) {
+      debug('test pause after %s (%s)', impl.kind, HOST_ENV.testPauseAfterStep)
       await new Promise((resolve) => setTimeout(resolve, 60_000))
     }
     const recorded = ctx.session.journal[ctx.session.journal.length - 1]

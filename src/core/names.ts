@@ -24,6 +24,8 @@ export const HOST_ENV = {
   dockerHost: 'DOCKER_HOST',
   /** the interpreter (with CUDA torch) that `calibrate` measures with; default python3 */
   python: 'GPU_COSPLAY_PYTHON',
+  /** test-only: a step kind the engine pauses after (see apply/engine.ts) */
+  testPauseAfterStep: 'GPU_COSPLAY_TEST_PAUSE_AFTER_STEP',
 } as const
 
 /** The contract with runtime-hooks/: what the container sees. Booleans are "1"/"0"; VRAM figures are binary. */

@@ -5,6 +5,7 @@ import {z} from 'zod'
 
 import {StateError} from '../core/errors.js'
 import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'
+import {sampleSpread} from './perf-measurement.js'
 
 /**
  * What `gpu-cosplay calibrate` learnt about this host: the fraction of the datasheet peak each axis really
@@ -28,8 +29,8 @@ export const calibrationSchema = z.strictObject({
   /** measured / peak; null where that axis failed (plan then uses the peak for it) */
   fractions: z.strictObject({fp32: fraction.nullable(), bf16: fraction.nullable(), bandwidth: fraction.nullable()}),
   samples: z.strictObject({
-    smClockMHz: z.strictObject({min: z.number(), median: z.number(), max: z.number()}).nullable(),
-    powerW: z.strictObject({min: z.number(), median: z.number(), max: z.number()}).nullable(),
+    smClockMHz: sampleSpread.nullable(),
+    powerW: sampleSpread.nullable(),
     throttleReasons: z.array(z.string()),
   }),
 })

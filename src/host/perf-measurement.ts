@@ -21,7 +21,9 @@ const vramAxis = axis.extend({
   cupy: z.record(z.string(), z.unknown()).optional(),
 })
 
-const spread = z.object({min: z.number(), median: z.number(), max: z.number()}).nullable()
+/** A sampled figure's spread (SM clock, power) as gpu_cosplay_perf.py summarises it; calibration files store the same. */
+export const sampleSpread = z.strictObject({min: z.number(), median: z.number(), max: z.number()})
+const spread = sampleSpread.nullable()
 
 export const perfMeasurementSchema = z.looseObject({
   schema: z.literal(1),
