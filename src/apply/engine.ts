@@ -10,7 +10,6 @@ import type {PlannedStep, StepContext} from './steps/step.js'
 
 const debug = createDebug(DEBUG_NS.apply)
 
-
 /** Set by the command's signal handler; the engine finishes the step in flight, then unwinds. */
 export type Cancellation = {readonly requested: boolean}
 

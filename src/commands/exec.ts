@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {InputError} from '../core/errors.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand, commandAfterDashes} from './support/base-command.js'
 import {hostFlag} from './support/host-flag.js'
 
 export type ExecResult = {session: string; exitCode: number}
@@ -22,11 +22,8 @@ With --host the session is on a GPU box: gpu-cosplay exec runs there (docker exe
   static flags = {...hostFlag}
 
   async run(): Promise<ExecResult> {
-    // the words after -- are the command, taken before oclif's parser sees (and consumes) them
-    const raw = [...this.argv]
-    const at = raw.indexOf('--')
-    const command = at < 0 ? [] : raw.slice(at + 1)
-    const {args, flags} = await this.parse(Exec, at < 0 ? raw : raw.slice(0, at))
+    const {options, command} = commandAfterDashes(this.argv)
+    const {args, flags} = await this.parse(Exec, options)
     if (command.length === 0)
       throw new InputError('NO_COMMAND', 'give the command after --', {fix: ['gpu-cosplay exec -- nvidia-smi -L', 'for a shell: gpu-cosplay ssh']})
     const tty = Boolean(process.stdin.isTTY && process.stdout.isTTY)
@@ -42,20 +39,9 @@ With --host the session is on a GPU box: gpu-cosplay exec runs there (docker exe
   }
 
   private async runHere(name: string | undefined, command: string[], tty: boolean): Promise<ExecResult> {
-    const [{accessSession, execInSession}, {rawTerminal, releaseStdin}] = await Promise.all([
-      import('./support/session-access.js'),
-      import('./support/terminal-io.js'),
-    ])
+    const [{accessSession, execInSession}, {attached}] = await Promise.all([import('./support/session-access.js'), import('./support/terminal-io.js')])
     const access = accessSession(name)
-    const restore = tty ? rawTerminal() : () => undefined
-    try {
-      return {
-        session: access.container.session,
-        exitCode: await execInSession(access, command, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, tty}),
-      }
-    } finally {
-      restore()
-      releaseStdin()
-    }
+    const exitCode = await attached(tty, () => execInSession(access, command, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, tty}))
+    return {session: access.container.session, exitCode}
   }
 }

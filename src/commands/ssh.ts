@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand, commandAfterDashes} from './support/base-command.js'
 import {hostFlag} from './support/host-flag.js'
 
 export type SshResult = {session: string; via: 'ssh' | 'exec'; exitCode: number}
@@ -22,11 +22,8 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
   static flags = {...hostFlag}
 
   async run(): Promise<SshResult> {
-    // the words after -- are the command, taken before oclif's parser sees (and consumes) them
-    const raw = [...this.argv]
-    const at = raw.indexOf('--')
-    const command = at < 0 ? [] : raw.slice(at + 1)
-    const {args, flags} = await this.parse(Ssh, at < 0 ? raw : raw.slice(0, at))
+    const {options, command} = commandAfterDashes(this.argv)
+    const {args, flags} = await this.parse(Ssh, options)
     const interactive = command.length === 0
     const tty = interactive && Boolean(process.stdin.isTTY && process.stdout.isTTY)
     let result: SshResult
@@ -41,7 +38,7 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
   }
 
   private async runHere(name: string | undefined, command: string[], tty: boolean): Promise<SshResult> {
-    const [{accessSession, identityFor, execInSession}, {rawTerminal, releaseStdin, runOverSsh}] = await Promise.all([
+    const [{accessSession, identityFor, execInSession}, {attached, runOverSsh}] = await Promise.all([
       import('./support/session-access.js'),
       import('./support/terminal-io.js'),
     ])
@@ -49,14 +46,8 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
     const c = access.container
     if (c.sshPort === null || c.sshHost === null) {
       const argv = command.length === 0 ? ['bash', '-l'] : ['sh', '-c', command.join(' ')]
-      const restore = tty ? rawTerminal() : () => undefined
-      try {
-        const exitCode = await execInSession(access, argv, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, tty})
-        return {session: c.session, via: 'exec', exitCode}
-      } finally {
-        restore()
-        releaseStdin()
-      }
+      const exitCode = await attached(tty, () => execInSession(access, argv, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, tty}))
+      return {session: c.session, via: 'exec', exitCode}
     }
     const {SshSession} = await import('../container/ssh-client.js')
     const identity = await identityFor(access)

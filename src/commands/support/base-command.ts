@@ -38,6 +38,12 @@ export abstract class BaseCommand extends Command {
   }
 }
 
+/** ssh and exec: the words after `--` are the command, taken before oclif's parser sees (and consumes) them. */
+export function commandAfterDashes(argv: readonly string[]): {options: string[]; command: string[]} {
+  const at = argv.indexOf('--')
+  return at < 0 ? {options: [...argv], command: []} : {options: argv.slice(0, at), command: argv.slice(at + 1)}
+}
+
 /**
  * The only place a failure is printed (BaseCommand.catch and the command-not-found hook both come here), so
  * the one-line format holds for every message, whatever input it echoes.

@@ -6,7 +6,7 @@ import type {SshSession} from '../../container/ssh-client.js'
 import type {SshTransport} from '../../remote/ssh-transport.js'
 
 /** Puts the local terminal in raw mode for an interactive session; returns the undo. */
-export function rawTerminal(): () => void {
+function rawTerminal(): () => void {
   const stdin = process.stdin
   if (!stdin.isTTY) return () => undefined
   // no resume(): what is typed before the session's pipe() attaches would be read and dropped
@@ -17,8 +17,19 @@ export function rawTerminal(): () => void {
   }
 }
 
+/** Runs `attach` with this terminal given to a session: raw mode when tty, stdin let go afterwards. */
+export async function attached<T>(tty: boolean, attach: () => Promise<T>): Promise<T> {
+  const restore = tty ? rawTerminal() : () => undefined
+  try {
+    return await attach()
+  } finally {
+    restore()
+    releaseStdin()
+  }
+}
+
 /** After streaming process.stdin into a session: let the process exit. */
-export function releaseStdin(): void {
+function releaseStdin(): void {
   process.stdin.pause()
   process.stdin.unref?.()
   if (!process.stdin.isTTY) process.stdin.destroy()
@@ -45,32 +56,20 @@ async function followingWindowSize(pty: {resize(rows: number, cols: number): voi
  */
 export async function runOverSsh(ssh: SshSession, command: string | null, tty: boolean): Promise<number> {
   const io = {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr}
-  try {
-    if (!tty) return await ssh.stream(command ?? 'exec "${SHELL:-sh}" -l', io)
-    const restore = rawTerminal()
-    try {
-      return await followingWindowSize(await ssh.interactive(command, {...io, ...windowSize()}))
-    } finally {
-      restore()
-    }
-  } finally {
-    releaseStdin()
-  }
+  return attached(tty, async () =>
+    tty ? followingWindowSize(await ssh.interactive(command, {...io, ...windowSize()})) : ssh.stream(command ?? 'exec "${SHELL:-sh}" -l', io),
+  )
 }
 
 /** One command line on a box with this process's stdio, a pty there when tty is true; returns its exit code. */
 export async function streamOnHost(transport: SshTransport, commandLine: string, tty: boolean): Promise<number> {
-  const restore = tty ? rawTerminal() : () => undefined
-  try {
+  return attached(tty, () => {
     const running = transport.stream(commandLine, {
       stdin: process.stdin,
       stdout: process.stdout,
       stderr: process.stderr,
       ...(tty ? {pty: {...windowSize(), term: process.env.TERM ?? 'xterm-256color'}} : {}),
     })
-    return await (tty ? followingWindowSize(running) : running.done)
-  } finally {
-    restore()
-    releaseStdin()
-  }
+    return tty ? followingWindowSize(running) : running.done
+  })
 }
