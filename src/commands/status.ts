@@ -33,39 +33,40 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
   }
 }
 
-/** One box, or several: each box's GPUs under its name, then one session table for all of them. */
+/** One box, or several: each box's GPUs and notes under its name, then one session table for all of them. */
 export function renderStatusResult(r: StatusResult): string {
   if (!('hosts' in r)) return renderStatus(r)
-  const lines: string[] = []
-  for (const h of r.hosts) {
-    lines.push(
-      `== ${h.host}`,
-      ...renderStatus({...h, sessions: []})
-        .split('\n')
-        .filter((line) => line !== 'No sessions.' && line !== ''),
-      '',
-    )
-  }
+  const lines = r.hosts.flatMap((h) => [`== ${h.host}`, ...gpuLines(h), ...noteLines(h), ''])
   lines.push(renderPs(r.hosts.flatMap((h) => h.sessions.map((s) => ({host: h.host, ...s})))))
   return lines.join('\n')
 }
 
 export function renderStatus(s: HostView): string {
-  const lines: string[] = []
-  for (const g of s.gpus) {
-    lines.push(`GPU ${g.index}: ${g.name} ${g.uuid}  MIG ${g.migEnabled === null ? 'n/a' : g.migEnabled ? 'on' : 'off'}`)
-    for (const [setting, lease] of Object.entries(g.leases)) {
-      lines.push(`  ${setting}: ${show(lease!.value)} held by ${lease!.holders.join(', ') || 'nobody'} (restores ${show(lease!.original)})`)
-    }
-    for (const i of g.instances) lines.push(`  GI ${i.gpuInstanceId} ${i.profile}: ${i.owner ?? 'ORPHAN (no gpu-cosplay session owns it)'}`)
-  }
-  if (lines.length > 0) lines.push('')
-  lines.push(renderPs(s.sessions))
-  if (!s.containers.reachable) lines.push('', `containers: Docker not reachable (${s.containers.reason})`)
-  for (const c of s.containers.orphans)
-    lines.push(`ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`)
-  if (!s.sharedStateDir) lines.push('', `note: state is kept in ${s.stateDir}, not shared with other users`)
-  return lines.join('\n')
+  const gpus = gpuLines(s)
+  const notes = noteLines(s)
+  return [...gpus, ...(gpus.length > 0 ? [''] : []), renderPs(s.sessions), ...(notes.length > 0 ? ['', ...notes] : [])].join('\n')
+}
+
+/** each GPU with its leases and MIG instances */
+function gpuLines(s: HostView): string[] {
+  return s.gpus.flatMap((g) => [
+    `GPU ${g.index}: ${g.name} ${g.uuid}  MIG ${g.migEnabled === null ? 'n/a' : g.migEnabled ? 'on' : 'off'}`,
+    ...Object.entries(g.leases).map(
+      ([setting, lease]) => `  ${setting}: ${show(lease!.value)} held by ${lease!.holders.join(', ') || 'nobody'} (restores ${show(lease!.original)})`,
+    ),
+    ...g.instances.map((i) => `  GI ${i.gpuInstanceId} ${i.profile}: ${i.owner ?? 'ORPHAN (no gpu-cosplay session owns it)'}`),
+  ])
+}
+
+/** what is wrong or worth knowing beyond the GPUs: Docker unreachable, orphan containers, an unshared state folder */
+function noteLines(s: HostView): string[] {
+  return [
+    ...(s.containers.reachable ? [] : [`containers: Docker not reachable (${s.containers.reason})`]),
+    ...s.containers.orphans.map(
+      (c) => `ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`,
+    ),
+    ...(s.sharedStateDir ? [] : [`note: state is kept in ${s.stateDir}, not shared with other users`]),
+  ]
 }
 
 function show(value: unknown): string {
