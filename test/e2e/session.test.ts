@@ -206,27 +206,21 @@ describe('the costume with real torch', () => {
 })
 
 describe('failures', () => {
-  it('kill -9 after the container was created, then recover: container gone, GPU restored', async () => {
-    const before = world.gpuState()
-    const running = world.start(['up', '3090', '--name', world.id, '--workspace', world.workspace], {GPU_COSPLAY_TEST_PAUSE_AFTER_STEP: 'start-container'})
-    await waitFor(() => containersOf(world.id).length === 1, 60_000)
-    running.kill()
-    await running.done
-    expect(containersOf(world.id)).toHaveLength(1)
-    const recovered = world.json(['recover'])
-    expect(recovered.exitCode).toBe(0)
-    expect(recovered.json.gpus[0].recovered).toEqual([world.id])
-    expect(containersOf(world.id)).toEqual([])
-    expect(world.gpuState()).toEqual(before)
-    expect(world.leftovers()).toEqual({sessions: [], leases: []})
-  })
-
-  it('kill -9 once the power cap is set while the container boots, then recover: both undone', async () => {
-    const before = world.gpuState() as {powerLimitW: number}
-    const running = world.start(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--cap-power'], {
-      GPU_COSPLAY_TEST_PAUSE_AFTER_STEP: 'set-power-limit',
-    })
-    await waitFor(() => (world.gpuState() as {powerLimitW: number}).powerLimitW !== before.powerLimitW, 60_000)
+  type GpuState = {powerLimitW: number}
+  // where up is paused (GPU_COSPLAY_TEST_PAUSE_AFTER_STEP) and killed, and how the test sees it got there
+  const killPoints = [
+    {at: 'after the container was created', step: 'start-container', flags: [], reached: () => containersOf(world.id).length === 1},
+    {
+      at: 'once the power cap is set while the container boots',
+      step: 'set-power-limit',
+      flags: ['--cap-power'],
+      reached: (before: GpuState) => (world.gpuState() as GpuState).powerLimitW !== before.powerLimitW,
+    },
+  ]
+  it.each(killPoints)('kill -9 $at, then recover: container gone, GPU restored', async ({step, flags, reached}) => {
+    const before = world.gpuState() as GpuState
+    const running = world.start(['up', '3090', '--name', world.id, '--workspace', world.workspace, ...flags], {GPU_COSPLAY_TEST_PAUSE_AFTER_STEP: step})
+    await waitFor(() => reached(before), 60_000)
     running.kill()
     await running.done
     expect(containersOf(world.id)).toHaveLength(1)
