@@ -134,6 +134,9 @@ function unreachable(error: unknown): ContainerError {
   return new ContainerError('DOCKER_UNREACHABLE', `cannot reach the Docker engine (${engineMessage(error)})`, {fix, cause: error})
 }
 
+/** how long a ping may take: a healthy engine answers in milliseconds, a busy one in a few seconds */
+export const PING_TIMEOUT_MS = 10_000
+
 export class DockerRuntime {
   private readonly docker: Docker
 
@@ -142,12 +145,23 @@ export class DockerRuntime {
     this.docker = options.docker ?? new Docker(options.dockerOptions)
   }
 
-  /** Throws ContainerError DOCKER_UNREACHABLE when no engine answers. */
-  async ping(): Promise<void> {
+  /**
+   * Throws ContainerError DOCKER_UNREACHABLE when no engine answers, or none within `timeoutMs`: `up` pings while it
+   * holds the GPU's lock, and a wedged daemon must not keep the team's commands on that GPU waiting.
+   */
+  async ping(timeoutMs = PING_TIMEOUT_MS): Promise<void> {
+    const abortSignal = AbortSignal.timeout(timeoutMs)
     try {
-      await this.docker.ping()
+      // dockerode forwards abortSignal to the request (its typings do not declare ping's options)
+      await (this.docker.ping as (options: {abortSignal: AbortSignal}) => Promise<unknown>).call(this.docker, {abortSignal})
     } catch (error) {
       debug('ping failed: %O', error)
+      if (abortSignal.aborted) {
+        throw new ContainerError('DOCKER_UNREACHABLE', `the Docker engine did not answer within ${timeoutMs / 1000} s`, {
+          fix: ['check the daemon: sudo systemctl status docker (restart it if it hangs)', 'or point DOCKER_HOST at a running engine'],
+          cause: error,
+        })
+      }
       throw unreachable(error)
     }
   }
