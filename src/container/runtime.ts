@@ -125,6 +125,12 @@ function isUnreachable(error: unknown): boolean {
   return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'EACCES' || code === 'ETIMEDOUT' || code === 'EHOSTUNREACH'
 }
 
+/** an engine call cut off by its deadline (AbortSignal.timeout) */
+function isTimeout(error: unknown): boolean {
+  const name = (error as Error)?.name
+  return name === 'TimeoutError' || name === 'AbortError'
+}
+
 function unreachable(error: unknown): ContainerError {
   const code = (error as EngineError)?.code
   const fix =
@@ -137,12 +143,26 @@ function unreachable(error: unknown): ContainerError {
 /** how long a ping may take: a healthy engine answers in milliseconds, a busy one in a few seconds */
 export const PING_TIMEOUT_MS = 10_000
 
+/**
+ * How long one create, start, inspect, list or remove may take. `up` and `down` make these calls under the GPU's
+ * lock: a daemon that wedges mid-way fails the step (and its undo, which `recover` finishes later) instead of
+ * holding every teammate's command on that GPU. Starting a container with the NVIDIA hook takes seconds at most.
+ */
+export const ENGINE_CALL_TIMEOUT_MS = 60_000
+
 export class DockerRuntime {
   private readonly docker: Docker
+  private readonly callTimeoutMs: number
 
   /** Uses DOCKER_HOST & co. like the docker CLI, unless given options or a client. */
-  constructor(options: {docker?: Docker; dockerOptions?: Docker.DockerOptions} = {}) {
+  constructor(options: {docker?: Docker; dockerOptions?: Docker.DockerOptions; callTimeoutMs?: number} = {}) {
     this.docker = options.docker ?? new Docker(options.dockerOptions)
+    this.callTimeoutMs = options.callTimeoutMs ?? ENGINE_CALL_TIMEOUT_MS
+  }
+
+  /** a fresh deadline for one engine call */
+  private deadline(): {abortSignal: AbortSignal} {
+    return {abortSignal: AbortSignal.timeout(this.callTimeoutMs)}
   }
 
   /**
@@ -289,23 +309,26 @@ export class DockerRuntime {
     const creating = Date.now()
     let container: Docker.Container
     try {
-      container = await this.docker.createContainer(options)
+      container = await this.docker.createContainer({...options, ...this.deadline()})
     } catch (error) {
       const code = (error as EngineError)?.statusCode === 409 ? 'CONTAINER_NAME_IN_USE' : 'CONTAINER_CREATE_FAILED'
       throw this.wrap(error, code, `cannot create container ${spec.name}`)
     }
     const starting = Date.now()
     try {
-      await container.start()
+      await container.start(this.deadline())
     } catch (error) {
       await this.remove(container.id, {force: true}).catch((removeError) => debug('cleanup of %s failed: %O', container.id, removeError))
+      if (isTimeout(error)) throw this.wrap(error, 'CONTAINER_START_FAILED', `cannot start container ${spec.name}`)
       const message = engineMessage(error)
       const fix = /nvidia|device driver/i.test(message) ? ['the engine has no nvidia device driver: install nvidia-container-toolkit and restart dockerd'] : []
       throw new ContainerError('CONTAINER_START_FAILED', `cannot start container ${spec.name}: ${message}`, {fix, cause: error})
     }
     let sshPort: number | null = null
     if (publish) {
-      const info = await container.inspect()
+      const info = await container.inspect(this.deadline()).catch((error: unknown) => {
+        throw this.wrap(error, 'CONTAINER_INSPECT_FAILED', `cannot read the published ssh port of ${spec.name}`)
+      })
       const binding = info.NetworkSettings?.Ports?.['22/tcp']?.[0]
       sshPort = binding?.HostPort ? Number(binding.HostPort) : null
     }
@@ -376,7 +399,7 @@ export class DockerRuntime {
     const filters = {label: Object.entries(labels).map(([key, value]) => (value === true ? key : `${key}=${value}`))}
     let items: Docker.ContainerInfo[]
     try {
-      items = await this.docker.listContainers({all: true, filters})
+      items = await this.docker.listContainers({all: true, filters, ...this.deadline()})
     } catch (error) {
       throw this.wrap(error, 'CONTAINER_LIST_FAILED', 'cannot list containers')
     }
@@ -397,7 +420,7 @@ export class DockerRuntime {
   /** Removes a container (with its anonymous volumes). A container that is already gone is not an error. */
   async remove(containerId: string, options: {force?: boolean} = {}): Promise<RemoveResult> {
     try {
-      await this.docker.getContainer(containerId).remove({force: options.force ?? true, v: true})
+      await this.docker.getContainer(containerId).remove({force: options.force ?? true, v: true, ...this.deadline()})
       return 'removed'
     } catch (error) {
       const status = (error as EngineError)?.statusCode
@@ -409,6 +432,12 @@ export class DockerRuntime {
 
   private wrap(error: unknown, code: string, what: string): ContainerError {
     if (isUnreachable(error)) return unreachable(error)
+    if (isTimeout(error)) {
+      return new ContainerError(code, `${what}: the Docker engine did not answer within ${this.callTimeoutMs / 1000} s`, {
+        fix: ['check the daemon: sudo systemctl status docker (restart it if it hangs)', 'then: gpu-cosplay recover'],
+        cause: error,
+      })
+    }
     debug('%s: %O', what, error)
     return new ContainerError(code, `${what}: ${engineMessage(error)}`, {cause: error})
   }
