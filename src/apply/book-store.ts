@@ -71,7 +71,8 @@ export type WithBookOptions = {
  */
 export async function withBook<T>(
   deps: BookStoreDeps,
-  gpu: {readonly uuid: string; readonly name: string},
+  /** index: from a listing just made (-L); without it the book's, when written in this boot, else -L is read */
+  gpu: {readonly uuid: string; readonly name: string; readonly index?: number},
   act: (open: OpenBook) => Promise<T>,
   options: WithBookOptions = {},
 ): Promise<T> {
@@ -79,10 +80,13 @@ export async function withBook<T>(
     const file = bookPath(deps.stateDir, gpu.uuid)
     const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw')
     const persist = () => writeBook(file, book)
-    const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migIndexHint: options.migIndexHint})
+    const index = gpu.index ?? (book.bootId !== null && book.bootId === deps.bootId ? book.gpu.index : undefined)
+    const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migIndexHint: options.migIndexHint, index})
     const reading = probe()
     options.onReadStarted?.()
     let live = await reading
+    // `-q -i` does not print the index: keep it for the next command on this GPU in this boot (down, recover)
+    book.gpu.index = live.index
     const before = Object.keys(book.sessions)
     const notes = forgetIfRebooted(book, deps.bootId)
     if (deps.bootId !== null) book.bootId = deps.bootId

@@ -158,7 +158,8 @@ export function isLeaseSession(session: BookSession): session is LeaseSessionRec
 
 const book = z.strictObject({
   version: z.literal(1),
-  gpu: z.strictObject({uuid: z.string(), name: z.string()}),
+  /** index: nvidia-smi's index of the GPU when the book was last written (valid while bootId is this boot's) */
+  gpu: z.strictObject({uuid: z.string(), name: z.string(), index: z.number().int().min(0).optional()}),
   /** kernel boot id when last written: a reboot drops MIG instances and resets clocks and power */
   bootId: z.string().nullable(),
   leases: z.partialRecord(z.enum(SETTINGS), lease),
@@ -185,7 +186,7 @@ export function bookPath(stateDir: string, gpuUuid: string): string {
 }
 
 export function emptyBook(gpu: {uuid: string; name: string}, bootId: string | null): GpuBook {
-  return {version: 1, gpu, bootId, leases: {}, sessions: {}}
+  return {version: 1, gpu: {uuid: gpu.uuid, name: gpu.name}, bootId, leases: {}, sessions: {}}
 }
 
 /** The GPU's book, or null when the tool never touched it. A damaged file is reported, never dropped. */

@@ -15,7 +15,8 @@ export async function recoverAll(deps: BookStoreDeps): Promise<RecoverResult> {
   for (const {book: seen} of listBooks(deps.stateDir)) {
     // Opening the book under its lock is the recovery: withBook rolls back what dead processes left.
     let bookNotes: readonly string[] = []
-    const recovered = await withBook(deps, seen.gpu, async (open) => {
+    // by UUID alone: the index the book holds may be from before a reboot
+    const recovered = await withBook(deps, {uuid: seen.gpu.uuid, name: seen.gpu.name}, async (open) => {
       bookNotes = open.notes
       return [...open.recovered]
     })

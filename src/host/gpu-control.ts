@@ -18,7 +18,8 @@ export interface GpuControl {
   probe(): Promise<HostProbe>
   /** one GPU (index or UUID), fully unless {mig: false}; GPU_GONE when nvidia-smi no longer lists it */
   /** migIndexHint: see ProbeOptions (a listing showed MIG devices on this GPU) */
-  probeGpu(id: string | number, options?: {readonly mig?: boolean; readonly migIndexHint?: number}): Promise<HostGpu>
+  /** One GPU by index, or by UUID with its index when the caller knows it (else `-L` is read first to learn it). */
+  probeGpu(id: string | number, options?: {readonly mig?: boolean; readonly migIndexHint?: number; readonly index?: number}): Promise<HostGpu>
   /** GPUs and MIG devices with their UUIDs (`-L`): cheap, but MIG devices are named by device index, not GI/CI */
   listGpus(gpuIndex?: number): Promise<ListGpus>
   /** the GPU instances on one GPU now (`mig -lgi -i N`) */
@@ -47,9 +48,10 @@ export class SmiGpuControl implements GpuControl {
     return probeHost(this.smi)
   }
 
-  async probeGpu(id: string | number, options: {readonly mig?: boolean; readonly migIndexHint?: number} = {}): Promise<HostGpu> {
+  async probeGpu(id: string | number, options: {readonly mig?: boolean; readonly migIndexHint?: number; readonly index?: number} = {}): Promise<HostGpu> {
     try {
-      const [gpu] = (await probeHost(this.smi, {only: id, mig: options.mig, migIndexHint: options.migIndexHint})).gpus
+      const index = typeof id === 'number' ? id : (options.index ?? (await this.indexOf(id)))
+      const [gpu] = (await probeHost(this.smi, {only: id, mig: options.mig, migIndexHint: options.migIndexHint, index})).gpus
       return gpu
     } catch (error) {
       if (isSmiError(error, 'NO_GPU') || (error instanceof HostError && error.code === 'NO_GPU')) {
@@ -60,6 +62,13 @@ export class SmiGpuControl implements GpuControl {
       }
       throw error
     }
+  }
+
+  /** A GPU's index, from `-L`: `-q -i UUID` does not print it. */
+  private async indexOf(uuid: string): Promise<number> {
+    const listed = (await this.listGpus()).gpus.find((gpu) => gpu.uuid === uuid)
+    if (!listed) throw new HostError('NO_GPU', `${uuid} is not listed by nvidia-smi -L`)
+    return listed.index
   }
 
   async listGpus(gpuIndex?: number): Promise<ListGpus> {

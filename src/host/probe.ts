@@ -29,6 +29,11 @@ export type ProbeOptions = {
    * is off after all, those reads are dropped.
    */
   readonly migIndexHint?: number
+  /**
+   * With `only` a UUID: that GPU's index, which the caller knows from `-L`. `-q -i` prints one block, whose position
+   * says nothing of the index, and every change and MIG read that follows goes to `-i <index>`.
+   */
+  readonly index?: number
 }
 
 export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<HostProbe> {
@@ -47,9 +52,14 @@ export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<H
     }
     throw unparseable('nvidia-smi -q', queryText)
   }
-  const gpus = query.gpus.map(keyed)
+  const index = typeof options.only === 'number' ? options.only : options.index
+  if (only.length > 0 && index === undefined) throw new Error(`probeHost: the index of GPU ${options.only} must be given`)
+  // one block when `only` is given: the GPU asked for, at its index; else every GPU, at its position
+  const gpus = query.gpus
+    .map(keyed)
+    .map((gpu) => (index === undefined ? gpu : {...gpu, index, processes: gpu.processes?.map((process) => ({...process, gpuIndex: index})) ?? null}))
 
-  const anyMig = query.gpus.some((gpu) => gpu.migMode?.current === 'enabled')
+  const anyMig = gpus.some((gpu) => gpu.migMode?.current === 'enabled')
   let profiles: MigProfile[] | null = null
   let instances: GpuInstance[] | null = null
   const degraded: string[] = []
@@ -57,8 +67,8 @@ export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<H
     degraded.push('migProfiles', 'gpuInstances')
   } else if (anyMig) {
     // `mig -i` is given the index, which every driver's mig subcommand accepts
-    const migOnly = only.length > 0 ? ['-i', String(query.gpus[0].index)] : []
-    ;({profiles, instances} = await (early !== null && query.gpus[0].index === hint ? early : migTables(smi, migOnly)))
+    const migOnly = only.length > 0 ? ['-i', String(gpus[0].index)] : []
+    ;({profiles, instances} = await (early !== null && gpus[0].index === hint ? early : migTables(smi, migOnly)))
     if (profiles === null) degraded.push('migProfiles')
     if (instances === null) degraded.push('gpuInstances')
   }

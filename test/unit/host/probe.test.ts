@@ -125,7 +125,7 @@ describe('probeHost', () => {
 
     test('reads the MIG tables while -q runs, and uses them when -q confirms MIG', async () => {
       const executor = new GatedExecutor({[`-q -i ${uuid}`]: {stdout: withMigEnabled(h200, [0])}, ...migAnswers})
-      const probe = await probeHost(smiFor(executor), {only: uuid, migIndexHint: 0})
+      const probe = await probeHost(smiFor(executor), {only: uuid, index: 0, migIndexHint: 0})
       expect([...executor.seen].sort()).toEqual([`-q -i ${uuid}`, 'mig -lgi -i 0', 'mig -lgip -i 0'])
       expect(probe.gpus[0].migProfiles?.map((p) => p.name)).toEqual(['1g.18gb', '1g.18gb+me', '2g.35gb', '7g.141gb'])
       expect(probe.gpus[0].gpuInstances).toEqual([])
@@ -137,9 +137,34 @@ describe('probeHost', () => {
         'mig -lgip -i 0': {stdout: '', stderr: 'No MIG-enabled devices found.', exitCode: 6},
         'mig -lgi -i 0': {stdout: '', stderr: 'No MIG-enabled devices found.', exitCode: 6},
       })
-      const probe = await probeHost(smiFor(executor), {only: uuid, migIndexHint: 0})
+      const probe = await probeHost(smiFor(executor), {only: uuid, index: 0, migIndexHint: 0})
       expect(probe.gpus[0].migMode?.current).toBe('disabled')
       expect(probe.gpus[0].migProfiles).toBeNull()
+    })
+  })
+
+  describe('one GPU by UUID: -q -i prints one block, whose position is not the index', () => {
+    const h100 = fixture('h100-sxm-80gb-x8__nvidia-smi-a.txt')
+    // GPU 3's block alone, as `nvidia-smi -q -i <its UUID>` prints it
+    const blocks = h100.split(/\n(?=GPU [0-9A-F]{8}:)/)
+    const gpu3 = `${blocks[0]}\n${blocks[4]}\n`
+    const uuid3 = /GPU UUID\s+: (\S+)/.exec(blocks[4])![1]
+
+    test('the index comes from the caller, and the MIG reads and listings are of that GPU', async () => {
+      const executor = new FixtureExecutor({
+        [`-q -i ${uuid3}`]: {stdout: withMigEnabled(gpu3, [0])},
+        'mig -lgip -i 3': {stdout: lgipFor([3])},
+        'mig -lgi -i 3': {stdout: fixture('a30__mig-lgi-no-gpu-instances-found.txt'), exitCode: 6},
+      })
+      const [gpu] = (await probeHost(smiFor(executor), {only: uuid3, index: 3})).gpus
+      expect([gpu.index, gpu.uuid]).toEqual([3, uuid3])
+      expect(gpu.migProfiles?.length).toBeGreaterThan(0)
+      expect(new Set(gpu.migProfiles?.map((p) => p.gpuIndex))).toEqual(new Set([3]))
+    })
+
+    test('without the index it refuses, rather than take the block position (0) for it', async () => {
+      const executor = new FixtureExecutor({[`-q -i ${uuid3}`]: {stdout: gpu3}})
+      await expect(probeHost(smiFor(executor), {only: uuid3})).rejects.toThrow(/index of GPU .* must be given/)
     })
   })
 
