@@ -4,7 +4,7 @@ import path from 'node:path'
 import {isCosplayError} from '../core/errors.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './engine.js'
-import {type BookSession, bookPath, emptyBook, type GpuBook, readBook, writeBook} from './gpu-book.js'
+import {type BookSession, bookPath, emptyBook, type GpuBook, isLeaseSession, readBook, writeBook} from './gpu-book.js'
 import {withGpuLock} from './gpu-lock.js'
 import {forgetIfRebooted} from './reboot.js'
 import {settleUnheldLeases} from './steps/lease-steps.js'
@@ -71,7 +71,7 @@ export type WithBookOptions = {
  */
 export async function withBook<T>(
   deps: BookStoreDeps,
-  /** index: from a listing just made (-L); without it the book's, when written in this boot, else -L is read */
+  /** index: from a listing just made (-L); without it, the one this boot's sessions in the book ran at, else -L is read */
   gpu: {readonly uuid: string; readonly name: string; readonly index?: number},
   act: (open: OpenBook) => Promise<T>,
   options: WithBookOptions = {},
@@ -80,13 +80,11 @@ export async function withBook<T>(
     const file = bookPath(deps.stateDir, gpu.uuid)
     const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw')
     const persist = () => writeBook(file, book)
-    const index = gpu.index ?? (book.bootId !== null && book.bootId === deps.bootId ? book.gpu.index : undefined)
+    const index = gpu.index ?? indexInThisBoot(book, deps.bootId)
     const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migIndexHint: options.migIndexHint, index})
     const reading = probe()
     options.onReadStarted?.()
     let live = await reading
-    // `-q -i` does not print the index: keep it for the next command on this GPU in this boot (down, recover)
-    book.gpu.index = live.index
     const before = Object.keys(book.sessions)
     const notes = forgetIfRebooted(book, deps.bootId)
     if (deps.bootId !== null) book.bootId = deps.bootId
@@ -111,6 +109,19 @@ export async function withBook<T>(
     persist()
     return result
   })
+}
+
+/**
+ * `-q -i` does not print the GPU's index. An `up` session's plan records the index it ran at, which holds until
+ * the next reboot (after which the book's sessions are void anyway). Kept out of the book's own fields, so that
+ * an older gpu-cosplay sharing the state directory still reads the book.
+ */
+function indexInThisBoot(book: GpuBook, bootId: string | null): number | undefined {
+  if (bootId === null || book.bootId !== bootId) return undefined
+  for (const session of Object.values(book.sessions)) {
+    if (!isLeaseSession(session) && session.plan.host.index !== null) return session.plan.host.index
+  }
+  return undefined
 }
 
 function readOrStart(

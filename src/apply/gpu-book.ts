@@ -158,8 +158,7 @@ export function isLeaseSession(session: BookSession): session is LeaseSessionRec
 
 const book = z.strictObject({
   version: z.literal(1),
-  /** index: nvidia-smi's index of the GPU when the book was last written (valid while bootId is this boot's) */
-  gpu: z.strictObject({uuid: z.string(), name: z.string(), index: z.number().int().min(0).optional()}),
+  gpu: z.strictObject({uuid: z.string(), name: z.string()}),
   /** kernel boot id when last written: a reboot drops MIG instances and resets clocks and power */
   bootId: z.string().nullable(),
   leases: z.partialRecord(z.enum(SETTINGS), lease),
