@@ -3,6 +3,7 @@ import {Flags, ux} from '@oclif/core'
 import type {ResetResult} from '../apply/reset-gpu.js'
 import {InputError} from '../core/errors.js'
 import {BaseCommand} from './support/base-command.js'
+import {hostGpuFlag} from './support/host-flag.js'
 
 export type ResetCommandResult = ResetResult
 
@@ -13,7 +14,7 @@ export default class Reset extends BaseCommand {
 With no usable record (none, or a damaged journal, which is moved aside), clocks are reset (-rgc) and the power limit set to the driver default; MIG instances no record proves are gpu-cosplay's are listed, never destroyed. Needs --yes.`
   static examples = ['<%= config.bin %> reset --host-gpu 0 --yes']
   static flags = {
-    'host-gpu': Flags.integer({description: 'index of the host GPU', min: 0, default: 0}),
+    ...hostGpuFlag,
     yes: Flags.boolean({description: 'really do it'}),
   }
 

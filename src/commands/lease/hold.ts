@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 import type {HoldOutcome} from '../../apply/lease-hold.js'
 import {InputError} from '../../core/errors.js'
 import {BaseCommand} from '../support/base-command.js'
-import {hostFlag} from '../support/host-flag.js'
+import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
 import {currentCatalog} from '../support/context.js'
 import {renderLeases} from './release.js'
 
@@ -19,7 +19,7 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
     '<%= config.bin %> lease hold --host-gpu 0 --clock-mhz 1395 --holder k8s-gpu-cosplay-lease-3090 --json',
   ]
   static flags = {
-    'host-gpu': Flags.integer({description: 'index of the host GPU', min: 0, default: 0}),
+    ...hostGpuFlag,
     'clock-mhz': Flags.integer({description: 'lock the graphics clock at this MHz (a clock the GPU supports)', min: 1}),
     'power-limit-w': Flags.string({description: "set the power limit to this many watts (within the GPU's range)"}),
     holder: Flags.string({description: 'who holds it: letters, digits, "_", "." or "-" (e.g. slurm-job-42); release names the same', required: true}),

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import type {LeaseState, ReleaseOutcome} from '../../apply/lease-hold.js'
 import {BaseCommand} from '../support/base-command.js'
-import {hostFlag} from '../support/host-flag.js'
+import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
 
 export type LeaseReleaseResult = ReleaseOutcome
 
@@ -16,7 +16,7 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     '<%= config.bin %> lease release --host-gpu 0 --holder k8s-gpu-cosplay-lease-3090 --json',
   ]
   static flags = {
-    'host-gpu': Flags.integer({description: 'index of the host GPU', min: 0, default: 0}),
+    ...hostGpuFlag,
     holder: Flags.string({description: 'the name lease hold was given', required: true}),
     ...hostFlag,
   }

@@ -1,5 +1,8 @@
 import {Flags} from '@oclif/core'
 
+/** --host-gpu of the commands that change one GPU by its index: lease hold, lease release, reset */
+export const hostGpuFlag = {'host-gpu': Flags.integer({description: 'index of the host GPU', min: 0, default: 0})}
+
 /** --host (or GPU_COSPLAY_HOST): the command runs on that box instead (BaseCommand.forwardToHost). */
 const remoteHostFlag = (description: string) => ({host: Flags.string({description, env: 'GPU_COSPLAY_HOST', helpGroup: 'REMOTE'})})
 

@@ -1,4 +1,4 @@
-import {crashCases, crashPoints, expectRecoverUndoes, freshHost} from '../support/crash-points.js'
+import {crashCases, crashPoints, expectRecoverUndoes, freshScene} from '../support/crash-points.js'
 import {cleanupTemps, runJson} from '../support/run-cli.js'
 import {gpuState, startCli, waitForCall} from '../support/run-cli-async.js'
 
@@ -26,9 +26,7 @@ describe('kill -9 during up, then recover', () => {
 
 describe('Ctrl-C during up', () => {
   it('finishes the step in flight, undoes everything, and exits non-zero', async () => {
-    const sim = freshHost()
-    const env = sim.env()
-    const before = gpuState(sim)
+    const {sim, env, before} = freshScene()
     sim.set('faults', [{at: 1, action: 'delay', seconds: 1.5, match: '-cgi'}])
     const running = startCli(UP, env)
     await waitForCall(sim, (c) => c.argv.includes('-mig'))

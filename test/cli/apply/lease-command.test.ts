@@ -1,19 +1,17 @@
+/**
+ * `lease hold|release`: GPU-wide settings held for a named holder (a Slurm job, a Kubernetes DaemonSet), with no
+ * instance and no container, sharing the GPU's leases with `up` sessions.
+ */
+import {freshHost, freshScene} from '../support/crash-points.js'
+import {flagsOf, hold, HOLD_A, release} from '../support/lease-args.js'
 import {cleanupTemps, runCli, runJson, stderrLines} from '../support/run-cli.js'
 import {gpuState, mutatingCalls} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
 
-// `lease hold|release`: GPU-wide settings held for a named holder (a Slurm job, a Kubernetes DaemonSet), with no
-// instance and no container, sharing the GPU's leases with `up` sessions.
-
-import {freshHost} from '../support/crash-points.js'
-import {flagsOf, hold, HOLD_A, release} from '../support/lease-args.js'
-
 describe('lease hold and release', () => {
   it('the first hold applies the values once, a second holder joins without a call, and the last release restores what was found', () => {
-    const sim = freshHost()
-    const env = sim.env()
-    const before = gpuState(sim)
+    const {sim, env, before} = freshScene()
 
     sim.clearCalls()
     const first = runJson(HOLD_A, env)
@@ -59,9 +57,7 @@ describe('lease hold and release', () => {
   }, 60_000)
 
   it('is idempotent: the same hold again changes nothing, a release of a holder that holds nothing exits 0 and says so', () => {
-    const sim = freshHost()
-    const env = sim.env()
-    const before = gpuState(sim)
+    const {sim, env, before} = freshScene()
     expect(runCli(HOLD_A, env).exitCode).toBe(0)
     const held = gpuState(sim)
 
@@ -118,9 +114,7 @@ describe('lease hold and release', () => {
   ])(
     '%s: exit 2, one line, nothing touched',
     (_label, args, code) => {
-      const sim = freshHost()
-      const env = sim.env()
-      const before = gpuState(sim)
+      const {sim, env, before} = freshScene()
       sim.clearCalls()
       const result = runJson(args, env)
       expect(result.exitCode).toBe(2)
@@ -138,9 +132,7 @@ const UP = ['up', '1650', '--match', 'fp32', '--no-container', '--lock-clock', '
 
 describe('a lease hold and an up session on one GPU share the leases', () => {
   it('up joins the values a lease holds; the lease leaving keeps them; the last down restores', () => {
-    const sim = freshHost()
-    const env = sim.env()
-    const before = gpuState(sim)
+    const {sim, env, before} = freshScene()
     const lease = runJson(hold('k8s-gpu-cosplay-lease-gtx-1650', '--clock-mhz', '750', '--power-limit-w', '200'), env)
     expect(lease.exitCode).toBe(0)
 
@@ -162,9 +154,7 @@ describe('a lease hold and an up session on one GPU share the leases', () => {
   }, 60_000)
 
   it('a hold joins what an up session set; the session leaving keeps it; the last release restores', () => {
-    const sim = freshHost()
-    const env = sim.env()
-    const before = gpuState(sim)
+    const {sim, env, before} = freshScene()
     const up = runJson(UP, env)
     expect(up.exitCode).toBe(0)
     const {clockMHz, powerLimitW} = up.json
@@ -192,9 +182,7 @@ describe('a lease hold and an up session on one GPU share the leases', () => {
   }, 60_000)
 
   it('ps and status show the hold; down --all ends holds and sessions alike', () => {
-    const sim = freshHost()
-    const env = sim.env()
-    const before = gpuState(sim)
+    const {sim, env, before} = freshScene()
     expect(runCli(hold('slurm-job-9', '--clock-mhz', '735'), env).exitCode).toBe(0)
     expect(runCli(UP, env).exitCode).toBe(0)
 
@@ -221,9 +209,7 @@ describe('a lease hold and an up session on one GPU share the leases', () => {
   }, 60_000)
 
   it('down lease:HOLDER ends that hold like lease release', () => {
-    const sim = freshHost()
-    const env = sim.env()
-    const before = gpuState(sim)
+    const {sim, env, before} = freshScene()
     expect(runCli(HOLD_A, env).exitCode).toBe(0)
     expect(runCli(['down', 'lease:slurm-job-42'], env).exitCode).toBe(0)
     expect(gpuState(sim)).toEqual(before)

@@ -1,5 +1,5 @@
 /** kill -9 at every change a `lease hold` or `lease release` makes, then `recover` (or the next command) restores. */
-import {crashCases, crashPoints, expectRecoverUndoes, freshHost, killDuring} from '../support/crash-points.js'
+import {crashCases, crashPoints, expectRecoverUndoes, freshHost, freshScene, killDuring} from '../support/crash-points.js'
 import {flagsOf, HOLD_A, release} from '../support/lease-args.js'
 import {cleanupTemps, runCli, runJson} from '../support/run-cli.js'
 import {gpuState, startCli, waitForCall} from '../support/run-cli-async.js'
@@ -26,9 +26,7 @@ describe('kill -9 during lease hold or release, then recover', () => {
   it.each(crashCases(releasePoints))(
     'release killed in "%s" (%s): recover finishes it',
     async (_label, action, call) => {
-      const sim = freshHost()
-      const env = sim.env()
-      const before = gpuState(sim)
+      const {sim, env, before} = freshScene()
       expect(runCli(HOLD_A, env).exitCode).toBe(0)
       await killDuring(sim, env, release('slurm-job-42'), call, action)
       expect(runJson(['recover'], env).exitCode).toBe(0)
@@ -44,9 +42,7 @@ describe('kill -9 during lease hold or release, then recover', () => {
   ] as const)(
     'killed after %s (%s) acted and before it was recorded (the engine pause): %s rolls it back',
     async (kind, flag, by) => {
-      const sim = freshHost()
-      const env = sim.env()
-      const before = gpuState(sim)
+      const {sim, env, before} = freshScene()
       const running = startCli(HOLD_A, {...env, GPU_COSPLAY_TEST_PAUSE_AFTER_STEP: kind})
       await waitForCall(sim, (c) => c.argv.includes(flag))
       running.kill('SIGKILL')

@@ -12,6 +12,12 @@ export function freshHost(): Sim {
   return Sim.create('h200', 1).set('gpus.0.power_limit', 650).set('gpus.0.persistence', false)
 }
 
+/** A fresh host, its CLI environment, and the GPU state a restore must bring back. */
+export function freshScene(): {sim: Sim; env: Env; before: unknown[]} {
+  const sim = freshHost()
+  return {sim, env: sim.env(), before: gpuState(sim)}
+}
+
 export function crashPoints(args: readonly string[], prepare: (sim: Sim, env: Env) => void): string[][] {
   const sim = freshHost()
   const env = sim.env()
@@ -42,9 +48,7 @@ export async function killDuring(sim: Sim, env: Env, args: readonly string[], ca
  * exactly `session`, the GPU is as before, nothing is listed, and the same command runs again.
  */
 export async function expectRecoverUndoes(args: readonly string[], session: string, call: readonly string[], action: 'hang' | 'hang-after'): Promise<void> {
-  const sim = freshHost()
-  const env = sim.env()
-  const before = gpuState(sim)
+  const {sim, env, before} = freshScene()
   await killDuring(sim, env, args, call, action)
   const recovered = runJson(['recover'], env)
   expect(recovered.exitCode).toBe(0)
