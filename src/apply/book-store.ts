@@ -58,8 +58,8 @@ export type WithBookOptions = {
    * steps list instances themselves when they need them (tear-down): every read here is made under the lock.
    */
   readonly read?: 'full' | 'settings'
-  /** the GPU's index when `-L` showed MIG devices on it: its MIG tables are read at the same time as `-q` */
-  readonly migIndexHint?: number
+  /** `-L` showed MIG devices on this GPU: its MIG tables are read at the same time as `-q` */
+  readonly migExpected?: boolean
   /** called once the locked read of the GPU has started, for work to overlap with it (bring-up's container preparation) */
   readonly onReadStarted?: () => void
 }
@@ -81,7 +81,7 @@ export async function withBook<T>(
     const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw')
     const persist = () => writeBook(file, book)
     const index = gpu.index ?? indexInThisBoot(book, deps.bootId)
-    const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migIndexHint: options.migIndexHint, index})
+    const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migExpected: options.migExpected, index})
     const reading = probe()
     options.onReadStarted?.()
     let live = await reading
@@ -131,11 +131,11 @@ function readOrStart(
   onCorrupt: 'throw' | 'move-aside',
 ): {book: GpuBook; movedAside: string | null} {
   try {
-    return {book: readBook(file) ?? emptyBook({uuid: gpu.uuid, name: gpu.name}, bootId), movedAside: null}
+    return {book: readBook(file) ?? emptyBook(gpu, bootId), movedAside: null}
   } catch (error) {
     if (onCorrupt === 'throw' || !isCosplayError(error) || error.code !== 'JOURNAL_CORRUPT') throw error
     const movedAside = `${file}.corrupt-${process.pid}`
     fs.renameSync(file, movedAside)
-    return {book: emptyBook({uuid: gpu.uuid, name: gpu.name}, bootId), movedAside}
+    return {book: emptyBook(gpu, bootId), movedAside}
   }
 }

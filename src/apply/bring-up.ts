@@ -89,8 +89,8 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
       }
     : undefined
   try {
-    const migIndexHint = migUuidsBefore.size > 0 ? gpu.index : undefined
-    return await withBook(deps, gpu, (open) => bringUpLocked(request, deps, name, open, migUuidsBefore, () => settled), {migIndexHint, onReadStarted})
+    const migExpected = migUuidsBefore.size > 0
+    return await withBook(deps, gpu, (open) => bringUpLocked(request, deps, name, open, migUuidsBefore, () => settled), {migExpected, onReadStarted})
   } catch (error) {
     releaseName(deps.stateDir, name)
     throw error

@@ -15,8 +15,7 @@ export async function recoverAll(deps: BookStoreDeps): Promise<RecoverResult> {
   for (const {book: seen} of listBooks(deps.stateDir)) {
     // Opening the book under its lock is the recovery: withBook rolls back what dead processes left.
     let bookNotes: readonly string[] = []
-    // by UUID alone: the index the book holds may be from before a reboot
-    const recovered = await withBook(deps, {uuid: seen.gpu.uuid, name: seen.gpu.name}, async (open) => {
+    const recovered = await withBook(deps, seen.gpu, async (open) => {
       bookNotes = open.notes
       return [...open.recovered]
     })

@@ -4,7 +4,7 @@ import {type ListGpus, parseListGpus} from './parse-list-gpus.js'
 import {parseMigCreate} from './parse-mig-create.js'
 import {parseMigLci} from './parse-mig-lci.js'
 import {parseSmiTable} from './parse-smi-table.js'
-import {listGpuInstances, probeHost} from './probe.js'
+import {listGpuInstances, type ProbeOptions, probeHost} from './probe.js'
 import type {Smi} from './smi.js'
 import {isSmiError} from './smi-error.js'
 import type {ComputeInstance, GpuInstance, HostGpu, HostProbe, MigDevice} from './types.js'
@@ -13,13 +13,16 @@ import type {ComputeInstance, GpuInstance, HostGpu, HostProbe, MigDevice} from '
  * The GPU as the apply engine sees it: reads, and typed mutations that either succeed or throw.
  * Instances are created and destroyed by their own IDs only; nothing here can touch all instances at once.
  */
+export type GpuProbeOptions = Pick<ProbeOptions, 'mig' | 'migExpected' | 'index'>
+
 export interface GpuControl {
   /** every GPU, fully: the costly read, for a first look or a report */
   probe(): Promise<HostProbe>
-  /** one GPU (index or UUID), fully unless {mig: false}; GPU_GONE when nvidia-smi no longer lists it */
-  /** migIndexHint: see ProbeOptions (a listing showed MIG devices on this GPU) */
-  /** One GPU by index, or by UUID with its index when the caller knows it (else `-L` is read first to learn it). */
-  probeGpu(id: string | number, options?: {readonly mig?: boolean; readonly migIndexHint?: number; readonly index?: number}): Promise<HostGpu>
+  /**
+   * One GPU, fully unless {mig: false}: by index, or by UUID with its index when the caller knows it (else `-L` is
+   * read to learn it). GPU_GONE when nvidia-smi no longer lists it. migExpected: see ProbeOptions.
+   */
+  probeGpu(id: string | number, options?: GpuProbeOptions): Promise<HostGpu>
   /** GPUs and MIG devices with their UUIDs (`-L`): cheap, but MIG devices are named by device index, not GI/CI */
   listGpus(gpuIndex?: number): Promise<ListGpus>
   /** the GPU instances on one GPU now (`mig -lgi -i N`) */
@@ -42,16 +45,19 @@ export type MigModeChange = 'enabled' | 'disabled' | 'pending' | 'unknown'
 
 /** GpuControl over nvidia-smi: every call goes through the Smi funnel. */
 export class SmiGpuControl implements GpuControl {
+  /** `-L` once per command: a GPU's index does not change while one runs (recover, down across GPUs ask per book) */
+  private listing: Promise<ListGpus> | null = null
+
   constructor(private readonly smi: Smi) {}
 
   probe(): Promise<HostProbe> {
     return probeHost(this.smi)
   }
 
-  async probeGpu(id: string | number, options: {readonly mig?: boolean; readonly migIndexHint?: number; readonly index?: number} = {}): Promise<HostGpu> {
+  async probeGpu(id: string | number, options: GpuProbeOptions = {}): Promise<HostGpu> {
     try {
       const index = typeof id === 'number' ? id : (options.index ?? (await this.indexOf(id)))
-      const [gpu] = (await probeHost(this.smi, {only: id, mig: options.mig, migIndexHint: options.migIndexHint, index})).gpus
+      const [gpu] = (await probeHost(this.smi, {...options, only: id, index})).gpus
       return gpu
     } catch (error) {
       if (isSmiError(error, 'NO_GPU') || (error instanceof HostError && error.code === 'NO_GPU')) {
@@ -66,7 +72,8 @@ export class SmiGpuControl implements GpuControl {
 
   /** A GPU's index, from `-L`: `-q -i UUID` does not print it. */
   private async indexOf(uuid: string): Promise<number> {
-    const listed = (await this.listGpus()).gpus.find((gpu) => gpu.uuid === uuid)
+    this.listing ??= this.listGpus()
+    const listed = (await this.listing).gpus.find((gpu) => gpu.uuid === uuid)
     if (!listed) throw new HostError('NO_GPU', `${uuid} is not listed by nvidia-smi -L`)
     return listed.index
   }

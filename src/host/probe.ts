@@ -24,11 +24,11 @@ export type ProbeOptions = {
   /** false: `-q` alone; MIG profiles and instances are listed as unavailable (for callers that list what they need themselves) */
   readonly mig?: boolean
   /**
-   * With `only`: the GPU's index when a listing already showed MIG devices on it. Its MIG tables are then read
-   * alongside `-q` instead of after it (two calls' latency saved while the lock is held); should `-q` say MIG
-   * is off after all, those reads are dropped.
+   * With `only`: a listing already showed MIG devices on this GPU. Its MIG tables are then read alongside `-q`
+   * instead of after it (two calls' latency saved while the lock is held); should `-q` say MIG is off after all,
+   * those reads are dropped.
    */
-  readonly migIndexHint?: number
+  readonly migExpected?: boolean
   /**
    * With `only` a UUID: that GPU's index, which the caller knows from `-L`. `-q -i` prints one block, whose position
    * says nothing of the index, and every change and MIG read that follows goes to `-i <index>`.
@@ -39,8 +39,11 @@ export type ProbeOptions = {
 export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<HostProbe> {
   const callsBefore = smi.callCount
   const only = options.only === undefined ? [] : ['-i', String(options.only)]
-  const hint = options.mig !== false && only.length > 0 ? options.migIndexHint : undefined
-  const early = hint === undefined ? null : migTables(smi, ['-i', String(hint)])
+  const index = typeof options.only === 'number' ? options.only : options.index
+  if (only.length > 0 && index === undefined) throw new Error(`probeHost: the index of GPU ${options.only} must be given`)
+  // `mig -i` is given the index, which every driver's mig subcommand accepts
+  const migOnly = index === undefined ? [] : ['-i', String(index)]
+  const early = options.migExpected && options.mig !== false && index !== undefined ? migTables(smi, migOnly) : null
   early?.catch(() => undefined) // used only when -q confirms MIG; a failure then surfaces below
   const queryText = await smi.read([...QUERY_ARGS, ...only])
   const query = parseSmiQuery(queryText)
@@ -52,8 +55,6 @@ export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<H
     }
     throw unparseable('nvidia-smi -q', queryText)
   }
-  const index = typeof options.only === 'number' ? options.only : options.index
-  if (only.length > 0 && index === undefined) throw new Error(`probeHost: the index of GPU ${options.only} must be given`)
   // one block when `only` is given: the GPU asked for, at its index; else every GPU, at its position
   const gpus = query.gpus
     .map(keyed)
@@ -66,9 +67,7 @@ export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<H
   if (anyMig && options.mig === false) {
     degraded.push('migProfiles', 'gpuInstances')
   } else if (anyMig) {
-    // `mig -i` is given the index, which every driver's mig subcommand accepts
-    const migOnly = only.length > 0 ? ['-i', String(gpus[0].index)] : []
-    ;({profiles, instances} = await (early !== null && gpus[0].index === hint ? early : migTables(smi, migOnly)))
+    ;({profiles, instances} = await (early ?? migTables(smi, migOnly)))
     if (profiles === null) degraded.push('migProfiles')
     if (instances === null) degraded.push('gpuInstances')
   }

@@ -55,11 +55,12 @@ export async function readHostStatus(options: {readonly orphans: boolean} = {orp
   ])
   const status = hostStatus(probe, books, stateDir.dir, stateDir.isShared)
   const bySession = containers.reachable ? containers.bySession : {}
-  // the process that wrote each session: the `up` or `down` in flight while its phase is starting or stopping
-  const processOf = new Map(recorded.map((s) => [s.name, s]))
+  // the process that wrote each session: the `up` or `down` in flight while its phase is starting or stopping. Keyed
+  // by GPU too: a lease hold's name (lease:HOLDER) is the same on every GPU it holds.
+  const processOf = new Map(books.flatMap((book) => Object.values(book.sessions).map((s) => [`${book.gpu.uuid}/${s.name}`, s] as const)))
   const sessions = status.sessions.map((s) => {
     const containerState = bySession[s.name]?.state ?? (s.container && containers.reachable ? 'missing' : null)
-    const owner = processOf.get(s.name)
+    const owner = processOf.get(`${s.gpuUuid}/${s.name}`)
     const diedHalfWay = s.phase !== 'active' && owner !== undefined && diedOnThisHost(owner)
     return {...s, containerState, crashed: diedHalfWay || s.instanceMissing || containerState === 'missing'}
   })

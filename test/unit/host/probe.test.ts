@@ -125,7 +125,7 @@ describe('probeHost', () => {
 
     test('reads the MIG tables while -q runs, and uses them when -q confirms MIG', async () => {
       const executor = new GatedExecutor({[`-q -i ${uuid}`]: {stdout: withMigEnabled(h200, [0])}, ...migAnswers})
-      const probe = await probeHost(smiFor(executor), {only: uuid, index: 0, migIndexHint: 0})
+      const probe = await probeHost(smiFor(executor), {only: uuid, index: 0, migExpected: true})
       expect([...executor.seen].sort()).toEqual([`-q -i ${uuid}`, 'mig -lgi -i 0', 'mig -lgip -i 0'])
       expect(probe.gpus[0].migProfiles?.map((p) => p.name)).toEqual(['1g.18gb', '1g.18gb+me', '2g.35gb', '7g.141gb'])
       expect(probe.gpus[0].gpuInstances).toEqual([])
@@ -137,7 +137,7 @@ describe('probeHost', () => {
         'mig -lgip -i 0': {stdout: '', stderr: 'No MIG-enabled devices found.', exitCode: 6},
         'mig -lgi -i 0': {stdout: '', stderr: 'No MIG-enabled devices found.', exitCode: 6},
       })
-      const probe = await probeHost(smiFor(executor), {only: uuid, index: 0, migIndexHint: 0})
+      const probe = await probeHost(smiFor(executor), {only: uuid, index: 0, migExpected: true})
       expect(probe.gpus[0].migMode?.current).toBe('disabled')
       expect(probe.gpus[0].migProfiles).toBeNull()
     })
