@@ -1,8 +1,6 @@
 import {planScore} from './plan-score.js'
 import type {Plan} from './types.js'
 
-export {planScore}
-
 /** One box `up --host a,b` could use: its plan there, or why it cannot take the session. */
 export type PlacementCandidate = {
   readonly host: string

@@ -12,13 +12,17 @@ describe('a book written before per-session MPS shaping', () => {
   })
 
   it('gives each plan what that version did: no MPS, the GPU-wide settings it planned, its VRAM cap in GiB', () => {
-    for (const name of ['old1', 'old2']) {
+    // both locked the clock at 1410 MHz and capped power at 200 W; caps of 16 and 24 GiB (vramCapGB in the file)
+    for (const [name, vramCapGiB] of [
+      ['old1', 16],
+      ['old2', 24],
+    ] as const) {
       const session = book.sessions[name]
       if (session.kind === 'lease') throw new Error('an up session expected')
       expect(session.plan.mps).toBeNull()
-      expect(session.plan.gpuWide).toMatchObject({clockLock: session.plan.clockMHz !== null, powerLimit: session.plan.powerLimitW !== null})
+      expect(session.plan.gpuWide).toMatchObject({clockLock: true, powerLimit: true})
       expect(session.plan.weighed).toEqual([])
-      expect(session.plan.vramCapMiB).toBe(session.plan.vramCapGiB * 1024)
+      expect(session.plan.vramCapGiB).toBe(vramCapGiB)
     }
   })
 })

@@ -1,6 +1,7 @@
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
-import {describePlacement, planScore, rankCandidates} from '../../../src/plan/placement.js'
+import {describePlacement, rankCandidates} from '../../../src/plan/placement.js'
+import {planScore} from '../../../src/plan/plan-score.js'
 import type {Plan} from '../../../src/plan/types.js'
 import {hostModel, target} from './catalog-for-tests.js'
 
