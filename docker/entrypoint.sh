@@ -298,8 +298,9 @@ install_python_hooks() {
 # The gpu-cosplay image installs the hooks when it is built (one python run per interpreter, ~15 ms each): a
 # container start repeats that only for an image that did not (any other image gets runtime-hooks/ mounted).
 install_python_hooks_once() {
-  local hooks=${GPU_COSPLAY_HOOKS_DIR:-$COSPLAY_DIR/hooks}
-  [ "$(cat "$COSPLAY_DIR/hooks-installed" 2>/dev/null)" = "$hooks" ] && [ -e "$COSPLAY_DIR/bin/nvidia-smi" ] && return 0
+  local hooks=${GPU_COSPLAY_HOOKS_DIR:-$COSPLAY_DIR/hooks} installed=
+  read -r installed 2>/dev/null <"$COSPLAY_DIR/hooks-installed" || true
+  [ "$installed" = "$hooks" ] && [ -e "$COSPLAY_DIR/bin/nvidia-smi" ] && return 0
   install_python_hooks
 }
 

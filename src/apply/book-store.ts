@@ -64,6 +64,11 @@ export type WithBookOptions = {
   readonly onReadStarted?: () => void
 }
 
+/** What a user is told of the sessions opening a book rolled back first (their processes had died half-way). */
+export function rolledBackNotes(recovered: readonly string[]): string[] {
+  return recovered.map((name) => `rolled back the half-done session ${name} of a process that died`)
+}
+
 /**
  * The sequence every mutation of a GPU shares, written once: take the GPU's lock, read its book, read the
  * GPU, drop the records a reboot made void, roll back what dead processes left half-done, let the caller

@@ -4,7 +4,7 @@ import {pickGpu} from '../host/pick-gpu.js'
 import type {HostGpu} from '../host/types.js'
 import {hostModelFor, settingRangesOf} from '../plan/plan-host.js'
 import {CLOCK_STEP_MHZ, supportedClocksMHz} from '../plan/throughput.js'
-import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
+import {type BookStoreDeps, type OpenBook, rolledBackNotes, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
 import {type GpuBook, isLeaseSession, type LeaseSessionRecord, newSessionBase, type Setting, type SettingValue} from './gpu-book.js'
 import {lockClocks, setPersistence, setPowerLimit, stepKindOf} from './steps/lease-steps.js'
@@ -160,7 +160,13 @@ export async function releaseLease(request: {hostGpu: number; holder: string}, r
       }
       assertMayEnd(session, requester)
       const closed = await endSessionLocked(session, open, deps)
-      return {...base, released: true, restored: [...closed.restored], leases: leaseStates(open.book), notes: [...rolledBackNotes(open), ...closed.notes]}
+      return {
+        ...base,
+        released: true,
+        restored: [...closed.restored],
+        leases: leaseStates(open.book),
+        notes: [...rolledBackNotes(open.recovered), ...closed.notes],
+      }
     },
     {read: 'settings'},
   )
@@ -241,11 +247,7 @@ function describeValues(values: LeaseValues): string {
 
 /** What opening the book found: reboots, sessions of dead processes rolled back first. */
 function notesOf(open: OpenBook): string[] {
-  return [...open.notes, ...rolledBackNotes(open)]
-}
-
-function rolledBackNotes(open: OpenBook): string[] {
-  return open.recovered.map((n) => `rolled back the half-done session ${n} of a process that died`)
+  return [...open.notes, ...rolledBackNotes(open.recovered)]
 }
 
 function leaseStates(book: GpuBook): LeaseState[] {

@@ -2,6 +2,7 @@ import type {HostView} from './support/read-host-status.js'
 import {BaseCommand, printFailure} from './support/base-command.js'
 import {renderPs} from './ps.js'
 import {hostsFlag} from './support/host-flag.js'
+import {leaseLine} from './support/render-lease.js'
 
 /** with several --host boxes: each box's view, under its name */
 export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
@@ -51,9 +52,7 @@ export function renderStatus(s: HostView): string {
 function gpuLines(s: HostView): string[] {
   return s.gpus.flatMap((g) => [
     `GPU ${g.index}: ${g.name} ${g.uuid}  MIG ${g.migEnabled === null ? 'n/a' : g.migEnabled ? 'on' : 'off'}`,
-    ...Object.entries(g.leases).map(
-      ([setting, lease]) => `  ${setting}: ${show(lease!.value)} held by ${lease!.holders.join(', ') || 'nobody'} (restores ${show(lease!.original)})`,
-    ),
+    ...Object.entries(g.leases).map(([setting, lease]) => leaseLine(setting, lease!)),
     ...g.instances.map((i) => `  GI ${i.gpuInstanceId} ${i.profile}: ${i.owner ?? 'ORPHAN (no gpu-cosplay session owns it)'}`),
   ])
 }
@@ -67,8 +66,4 @@ function noteLines(s: HostView): string[] {
     ),
     ...(s.sharedStateDir ? [] : [`note: state is kept in ${s.stateDir}, not shared with other users`]),
   ]
-}
-
-function show(value: unknown): string {
-  return value === null ? 'unlocked' : String(value)
 }

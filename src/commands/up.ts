@@ -226,7 +226,11 @@ async function containerInputFrom(flags: UpFlags, target: Target, version: strin
 }
 
 async function upResult(active: ActiveSession, target: Target, launched: LaunchedSession | null, startedAt: number): Promise<UpResult> {
-  const [{costumeEnv}, {CONTAINER_MPS_DIRS}] = await Promise.all([import('../plan/costume-env.js'), import('../core/names.js')])
+  const [{costumeEnv}, {CONTAINER_MPS_DIRS}, {rolledBackNotes}] = await Promise.all([
+    import('../plan/costume-env.js'),
+    import('../core/names.js'),
+    import('../apply/book-store.js'),
+  ])
   const device = active.session.mig?.uuid ?? active.gpuUuid
   const mpsDirs = launched
     ? active.plan.mps
@@ -256,7 +260,7 @@ async function upResult(active: ActiveSession, target: Target, launched: Launche
     },
     plan: active.plan,
     warnings: [...active.plan.warnings],
-    notes: [...active.notes, ...active.recovered.map((n) => `rolled back the half-done session ${n} of a process that died`)],
+    notes: [...active.notes, ...rolledBackNotes(active.recovered)],
     container: launched && (await upContainer(launched, startedAt)),
   }
 }

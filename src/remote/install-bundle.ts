@@ -6,7 +6,8 @@
 import {spawn} from 'node:child_process'
 
 import {bundlePaths} from './remote-bundle.js'
-import {quoteForPosixShell, remoteBundleDirExpr} from './remote-command-line.js'
+import {singleQuote} from '../export/shell-words.js'
+import {remoteBundleDirExpr} from './remote-command-line.js'
 import {RemoteError} from './remote-error.js'
 import type {SshTransport} from './ssh-transport.js'
 
@@ -52,7 +53,7 @@ export async function installBundle(transport: SshTransport, root: string, versi
   tar.stderr.on('data', (chunk: Buffer) => (tarError += chunk.toString()))
   const tarDone = new Promise<number | null>((resolve) => tar.on('close', resolve))
   let remoteError = ''
-  const result = await transport.exec(`sh -c ${quoteForPosixShell(script)}`, {stdin: tar.stdout, onStderr: (chunk) => (remoteError += chunk.toString())}).done
+  const result = await transport.exec(`sh -c ${singleQuote(script)}`, {stdin: tar.stdout, onStderr: (chunk) => (remoteError += chunk.toString())}).done
   const tarExit = await tarDone
   if (tarExit !== 0) throw new RemoteError('REMOTE_INSTALL_FAILED', `packing the bundle failed: ${tarError.trim().split('\n')[0]}`)
   if (result.exitCode !== 0) {

@@ -8,7 +8,6 @@ export const REMOTE_PROTOCOL = 1
 export const CANCEL_ON_EOF_ENV = 'GPU_COSPLAY_CANCEL_ON_EOF'
 
 /** every word single-quoted, plain ones too (see above), unlike shellQuote */
-export const quoteForPosixShell = singleQuote
 
 /** the per-version folder `remote install` fills, as a shell expression on the box */
 export function remoteBundleDirExpr(version: string): string {
@@ -27,7 +26,7 @@ export function remoteCommandLine(argv: readonly string[], version: string): str
     'unset GPU_COSPLAY_HOST',
     `${CANCEL_ON_EOF_ENV}=1`,
     `export ${CANCEL_ON_EOF_ENV}`,
-    `exec "$@" ${argv.map(quoteForPosixShell).join(' ')}`,
+    `exec "$@" ${argv.map(singleQuote).join(' ')}`,
   ].join('; ')
 }
 

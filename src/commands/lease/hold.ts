@@ -5,7 +5,7 @@ import {InputError} from '../../core/errors.js'
 import {BaseCommand} from '../support/base-command.js'
 import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
 import {currentCatalog} from '../support/context.js'
-import {renderLeases} from './release.js'
+import {renderLeases} from '../support/render-lease.js'
 
 export type LeaseHoldResult = HoldOutcome
 

@@ -1,8 +1,9 @@
 import {Flags} from '@oclif/core'
 
-import type {LeaseState, ReleaseOutcome} from '../../apply/lease-hold.js'
+import type {ReleaseOutcome} from '../../apply/lease-hold.js'
 import {BaseCommand} from '../support/base-command.js'
 import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
+import {renderLeases} from '../support/render-lease.js'
 
 export type LeaseReleaseResult = ReleaseOutcome
 
@@ -42,7 +43,3 @@ export function renderRelease(r: LeaseReleaseResult): string {
 }
 
 /** The GPU's leases after the change: what is held, by whom, and what the last holder restores. */
-export function renderLeases(leases: readonly LeaseState[]): string[] {
-  const show = (v: unknown) => (v === null ? 'unlocked' : String(v))
-  return leases.map((l) => `  ${l.setting}: ${show(l.value)} held by ${l.holders.join(', ')} (restores ${show(l.original)})`)
-}

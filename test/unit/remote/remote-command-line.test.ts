@@ -3,14 +3,15 @@ import {chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import {forwardedArgv, quoteForPosixShell, remoteCommandLine} from '../../../src/remote/remote-command-line.js'
+import {singleQuote} from '../../../src/export/shell-words.js'
+import {forwardedArgv, remoteCommandLine} from '../../../src/remote/remote-command-line.js'
 
 const NASTY = ["it's", 'two words', '$HOME', '`id`', 'a;b', 'line1\nline2', '\\', '"', '', '--name=x y', "'", '*', '-e', '!x', '$(touch /tmp/pwned)']
 
-describe('quoteForPosixShell', () => {
+describe('singleQuote', () => {
   it("single-quotes every word, a quote inside as '\\''", () => {
-    expect(quoteForPosixShell("it's")).toBe(`'it'\\''s'`)
-    expect(quoteForPosixShell('')).toBe(`''`)
+    expect(singleQuote("it's")).toBe(`'it'\\''s'`)
+    expect(singleQuote('')).toBe(`''`)
   })
 })
 
