@@ -38,7 +38,7 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
   }
 
   private async runHere(name: string | undefined, command: string[], tty: boolean): Promise<SshResult> {
-    const [{accessSession, identityFor, execInSession}, {attached, runOverSsh}] = await Promise.all([
+    const [{accessSession, identityFor, execInSession, loginToSession}, {attached, runOverSsh}] = await Promise.all([
       import('./support/session-access.js'),
       import('./support/terminal-io.js'),
     ])
@@ -49,9 +49,7 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
       const exitCode = await attached(tty, () => execInSession(access, argv, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, tty}))
       return {session: c.session, via: 'exec', exitCode}
     }
-    const {SshSession} = await import('../container/ssh-client.js')
-    const identity = await identityFor(access)
-    const ssh = await SshSession.connectWithRetry({host: c.sshHost, port: c.sshPort, username: c.user, privateKey: identity.privateKey}, {timeoutMs: 10_000})
+    const ssh = await loginToSession(access, await identityFor(access))
     try {
       return {session: c.session, via: 'ssh', exitCode: await runOverSsh(ssh, command.length === 0 ? null : command.join(' '), tty)}
     } finally {

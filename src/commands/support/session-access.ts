@@ -10,6 +10,7 @@ import {isPublicKeyLine} from '../../container/connect-hints.js'
 import type {SessionRecord} from '../../apply/gpu-book.js'
 import {pickSession} from '../../container/pick-session.js'
 import {DockerRuntime} from '../../container/runtime.js'
+import type {SshSession} from '../../container/ssh-client.js'
 import {type SessionContainer, sessionContainer} from '../../container/session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../../container/ssh-keys.js'
 import {ContainerError, InputError} from '../../core/errors.js'
@@ -35,6 +36,14 @@ export function identityFor(access: SessionAccess): Promise<SshIdentity> {
   return loadOrCreateSshIdentity({userDir: userDirOf(access.stateDir, access.uid)})
 }
 
+/** A login to the session's sshd on this host, as its user, with `identity` (this host's key for the session). */
+export async function loginToSession(access: SessionAccess, identity: SshIdentity): Promise<SshSession> {
+  const c = access.container
+  if (c.sshPort === null || c.sshHost === null) throw new Error(`session ${c.session} publishes no sshd`)
+  const {SshSession: Ssh} = await import('../../container/ssh-client.js')
+  return Ssh.connectWithRetry({host: c.sshHost, port: c.sshPort, username: c.user, privateKey: identity.privateKey}, {timeoutMs: 10_000})
+}
+
 /** An authorized_keys line of a key type the entrypoint accepts, on one line; anything else is refused before it is sent. */
 export function assertPublicKeyLine(line: string): void {
   if (!isPublicKeyLine(line)) {
@@ -51,8 +60,7 @@ export function assertPublicKeyLine(line: string): void {
 export async function authorizeKeyInSession(access: SessionAccess, publicKey: string, identity: SshIdentity): Promise<{hostKey: string}> {
   assertPublicKeyLine(publicKey)
   const c = access.container
-  const {SshSession} = await import('../../container/ssh-client.js')
-  const ssh = await SshSession.connectWithRetry({host: c.sshHost!, port: c.sshPort!, username: c.user, privateKey: identity.privateKey}, {timeoutMs: 10_000})
+  const ssh = await loginToSession(access, identity)
   try {
     // the key arrives on stdin: never part of a command line
     const result = await ssh.exec(
