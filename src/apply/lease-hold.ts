@@ -6,7 +6,7 @@ import {hostModelFor, settingRangesOf} from '../plan/plan-host.js'
 import {CLOCK_STEP_MHZ, supportedClocksMHz} from '../plan/throughput.js'
 import {type BookStoreDeps, type OpenBook, rolledBackNotes, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
-import {type GpuBook, isLeaseSession, type LeaseSessionRecord, newSessionBase, type Setting, type SettingValue} from './gpu-book.js'
+import {type GpuBook, isLeaseSession, type Lease, type LeaseSessionRecord, newSessionBase, type Setting, type SettingValue} from './gpu-book.js'
 import {lockClocks, setPersistence, setPowerLimit, stepKindOf} from './steps/lease-steps.js'
 import type {PlannedStep} from './steps/step.js'
 import {assertMayEnd, endSessionLocked, type Requester} from './tear-down.js'
@@ -60,7 +60,7 @@ export type HoldDeps = BookStoreDeps & {readonly catalog: Catalog; readonly canc
 export type HoldAction = 'set' | 'adopted' | 'joined' | 'held'
 
 /** A GPU-wide setting as the book holds it. */
-export type LeaseState = {setting: Setting; value: SettingValue; original: SettingValue; holders: string[]}
+export type LeaseState = Lease & {setting: Setting}
 
 export type HoldOutcome = {
   holder: string

@@ -87,21 +87,25 @@ export async function execInSession(
   const runtime = new DockerRuntime()
   const stdout = io.stdout
   const tty = io.tty
+  const {windowSize} = await import('./terminal-io.js')
   let onResize: (() => void) | null = null
-  const result = await runtime.exec(access.container.id, argv, {
-    tty,
-    stdin: io.stdin,
-    user: access.container.user,
-    workingDir: '/workspace',
-    stdout,
-    stderr: io.stderr,
-    ...(tty ? {size: {rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80}} : {}),
-    onStart: ({resize}) => {
-      if (!tty) return
-      onResize = () => void resize(process.stdout.rows ?? 24, process.stdout.columns ?? 80)
-      process.stdout.on('resize', onResize)
-    },
-  })
-  if (onResize) process.stdout.off('resize', onResize)
-  return result.exitCode
+  try {
+    const result = await runtime.exec(access.container.id, argv, {
+      tty,
+      stdin: io.stdin,
+      user: access.container.user,
+      workingDir: '/workspace',
+      stdout,
+      stderr: io.stderr,
+      ...(tty ? {size: windowSize()} : {}),
+      onStart: ({resize}) => {
+        if (!tty) return
+        onResize = () => void resize(windowSize().rows, windowSize().cols)
+        process.stdout.on('resize', onResize)
+      },
+    })
+    return result.exitCode
+  } finally {
+    if (onResize) process.stdout.off('resize', onResize)
+  }
 }

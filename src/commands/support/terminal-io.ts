@@ -35,7 +35,8 @@ function releaseStdin(): void {
   if (!process.stdin.isTTY) process.stdin.destroy()
 }
 
-function windowSize(): {rows: number; cols: number} {
+/** this terminal's size, or 24x80 when it has none */
+export function windowSize(): {rows: number; cols: number} {
   return {rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80}
 }
 
