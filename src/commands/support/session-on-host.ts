@@ -5,7 +5,6 @@
  * through a direct-tcpip tunnel of the box's ssh connection with that key pinned. docker exec exists only on
  * the box: exec (and ssh to an image without sshd) runs gpu-cosplay there, its stdio streamed both ways.
  */
-import {mkdirSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
@@ -105,11 +104,11 @@ export function sshConfigOnHost(request: OnHostRequest & {install: boolean}): Pr
   })
 }
 
-/** Writes the pinned host key (and, with install, the entry) and returns what ssh-config reports. */
-export async function jumpConfig(sshd: SessionSshd, host: HostAddress, key: ClientKey, sshDir: string, install: boolean): Promise<SshConfigResult> {
+/** Writes the pinned host key (and, with install, the entry) and returns what ssh-config reports. The folder is the
+ * client key's, made with it. */
+async function jumpConfig(sshd: SessionSshd, host: HostAddress, key: ClientKey, sshDir: string, install: boolean): Promise<SshConfigResult> {
   const alias = `gpu-cosplay-${hostSlug(host)}-${sshd.session}`
   const knownHostsFile = join(clientKeyDir(sshDir), `${alias}.known_hosts`)
-  mkdirSync(clientKeyDir(sshDir), {recursive: true, mode: 0o700})
   writeTextAtomic(knownHostsFile, `${knownHostsLine(alias, sshd.hostKey)}\n`, 0o600)
   const proxyJump = proxyJumpFor(host)
   const entry = sshConfigEntryViaJump({
