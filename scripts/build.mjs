@@ -28,6 +28,8 @@ await build({
     'compile-catalog': 'src/catalog/compile-catalog.ts',
     // bin/run.js starts `up`'s first nvidia-smi -L from here before loading oclif; up picks up the same promise
     'first-listing': 'src/commands/support/first-listing.ts',
+    // on a shared box, bin/run.js asks here whether the engine runs the command (src/system/engine-route.ts)
+    'engine-route': 'src/system/engine-route.ts',
   },
 })
 

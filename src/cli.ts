@@ -21,6 +21,9 @@ import Reset from './commands/reset.js'
 import Ssh from './commands/ssh.js'
 import SshConfig from './commands/ssh-config.js'
 import Status from './commands/status.js'
+import SystemInstall from './commands/system/install.js'
+import SystemStatus from './commands/system/status.js'
+import SystemUninstall from './commands/system/uninstall.js'
 import Up from './commands/up.js'
 import Verify from './commands/verify.js'
 import Version from './commands/version.js'
@@ -45,6 +48,9 @@ export const COMMANDS = {
   ssh: Ssh,
   'ssh-config': SshConfig,
   status: Status,
+  'system:install': SystemInstall,
+  'system:status': SystemStatus,
+  'system:uninstall': SystemUninstall,
   up: Up,
   verify: Verify,
   version: Version,

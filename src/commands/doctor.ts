@@ -87,6 +87,7 @@ export default class Doctor extends BaseCommand {
       privilegesCheck(privileges, smiPath ?? 'nvidia-smi'),
       mpsCheck(),
       await stateDirCheck(),
+      await sharedBoxCheck(),
     ]
     const result: DoctorResult = {
       ok: checks.every((c) => c.status !== 'missing'),
@@ -98,6 +99,24 @@ export default class Doctor extends BaseCommand {
     if (!result.ok) process.exitCode = 1
     return result
   }
+}
+
+/** Whether `system install` made this a shared box, and whether that still holds (system status has the details). */
+async function sharedBoxCheck(): Promise<DoctorCheck> {
+  const name = 'shared box'
+  const {boxStatus} = await import('../system/box-status.js')
+  const box = await boxStatus(new LocalExecutor())
+  if (!box.installed) {
+    return {
+      name,
+      status: 'warn',
+      detail: 'not installed: each user needs Docker and nvidia-smi rights of their own, which suits people who trust each other only',
+      fix: ['for a shared box: sudo gpu-cosplay system install --yes'],
+    }
+  }
+  const broken = box.checks.filter((c) => c.status === 'missing')
+  if (broken.length > 0) return {name, status: 'missing', detail: broken.map((c) => `${c.name}: ${c.detail}`).join('; '), fix: ['sudo gpu-cosplay system status', ...broken[0].fix]}
+  return {name, status: 'ok', detail: `installed: members of ${box.config!.group} use the engine (${box.config!.engine})`, fix: []}
 }
 
 /** Per-session shaping needs NVIDIA's MPS control binary; without it up falls back to GPU-wide knobs. */

@@ -1,7 +1,7 @@
 import {Flags, ux} from '@oclif/core'
 
 import type {ResetResult} from '../apply/reset-gpu.js'
-import {InputError} from '../core/errors.js'
+import {InputError, StateError} from '../core/errors.js'
 import {BaseCommand} from './support/base-command.js'
 import {hostGpuFlag} from './support/host-flag.js'
 
@@ -27,6 +27,12 @@ With no usable record (none, or a damaged journal, which is moved aside), clocks
     }
     const [{applyContext}, {resetGpu}] = await Promise.all([import('./support/apply-context.js'), import('../apply/reset-gpu.js')])
     const ctx = await applyContext({mutates: true})
+    if (!ctx.isRoot) {
+      throw new StateError('ROOT_ONLY', `reset ends every user's sessions on GPU ${flags['host-gpu']}: only root may run it`, {
+        exit: 4,
+        fix: ['end your own sessions: gpu-cosplay down --all', `ask an admin: sudo gpu-cosplay reset --host-gpu ${flags['host-gpu']} --yes`],
+      })
+    }
     if (!this.jsonEnabled()) ux.action.start(`Resetting GPU ${flags['host-gpu']}`)
     const result = await resetGpu(flags['host-gpu'], ctx.deps).catch((error: unknown) => {
       if (!this.jsonEnabled()) ux.action.stop('failed')

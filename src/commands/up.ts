@@ -1,3 +1,5 @@
+import path from 'node:path'
+
 import {Args, Flags, type Interfaces, ux} from '@oclif/core'
 
 import type {ActiveSession} from '../apply/bring-up.js'
@@ -5,6 +7,7 @@ import {resolveTarget} from '../catalog/resolve-target.js'
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
 import type {PrepareInput} from '../container/prepare-container.js'
+import {actsForCaller} from '../core/box-config.js'
 import {packageRoot} from '../core/package-root.js'
 import {shellQuote} from '../export/shell-words.js'
 import {OBJECTIVES, type Objective, type Plan} from '../plan/types.js'
@@ -208,21 +211,41 @@ async function containerInputFrom(flags: UpFlags, target: Target, version: strin
     import('../core/invoking-user.js'),
   ])
   const user = invokingUser()
+  const workspace = flags.workspace ?? '.'
+  const asked = {workspace: path.resolve(process.cwd(), workspace), volumes: parseVolumeFlags(flags.volume ?? [], process.cwd())}
+  // the engine acting for a member: what is mounted and which keys are read, the caller's own rights decide
+  const forCaller = actsForCaller() && !user.isRoot ? await callerView(user, asked) : null
   return {
+    ...(forCaller ? {callerPublicKeys: forCaller.publicKeys} : {}),
     imageRef: flags.image ?? null,
     version,
     packageRoot: packageRoot(),
     keyOwner: {uid: user.uid, gid: user.gid},
     // the entrypoint never makes root the session user (ssh must not depend on root login): root gets "cosplay"
     owner: user.uid === 0 ? {uid: 1000, gid: 1000, user: 'cosplay'} : {uid: user.uid, gid: user.gid, user: user.user},
-    workspace: parseWorkspace(flags.workspace ?? '.', process.cwd()),
-    volumes: parseVolumeFlags(flags.volume ?? [], process.cwd()),
+    workspace: forCaller ? forCaller.workspace : parseWorkspace(workspace, process.cwd()),
+    volumes: forCaller ? forCaller.volumes : asked.volumes,
     env: parseEnvFlags(flags.env ?? []),
     sshPort: flags['ssh-port'] ?? null,
     sshBind: parseBindAddress(flags['ssh-bind']),
     shmSizeBytes: parseByteSize(flags['shm-size']),
     hasTf32: target.tf32Tflops !== null,
   }
+}
+
+/** The mounts resolved, and the public keys read, as the caller (see container/caller-files.ts). */
+async function callerView(
+  caller: {uid: number; gid: number; user: string},
+  asked: {workspace: string; volumes: string[]},
+): Promise<{workspace: string; volumes: string[]; publicKeys: string[]}> {
+  const [{resolveMountsAsCaller, callerPublicKeys, callerHome}, {LocalExecutor}] = await Promise.all([
+    import('../container/caller-files.js'),
+    import('../core/local-executor.js'),
+  ])
+  const executor = new LocalExecutor()
+  const mounts = await resolveMountsAsCaller(asked, caller, executor)
+  const home = await callerHome(caller, executor)
+  return {...mounts, publicKeys: home === null ? [] : await callerPublicKeys(caller, home, executor)}
 }
 
 async function upResult(active: ActiveSession, target: Target, launched: LaunchedSession | null, startedAt: number): Promise<UpResult> {

@@ -19,6 +19,11 @@ export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'author
   readonly stateDir: string
   /** the person who runs up (under sudo, not root): the key folder and key are theirs */
   readonly keyOwner: {readonly uid: number; readonly gid: number}
+  /**
+   * set by the engine acting for a caller: the key it logs in with stays root's (in the caller's folder of the state
+   * directory), and the caller's own public keys, read as the caller, are authorised beside it
+   */
+  readonly callerPublicKeys?: readonly string[]
   /** called before a first-use build starts, then with each build event */
   readonly onBuildStart?: (tag: string, base: string) => void
   readonly onBuildProgress?: (event: BuildEvent) => void
@@ -57,9 +62,10 @@ export async function prepareContainer(
     image = await runtime.inspectImage(imageRef)
     if (!image) throw new ContainerError('IMAGE_NOT_FOUND', `the build of ${imageRef} left no image`)
   }
+  const forCaller = input.callerPublicKeys !== undefined
   const identity = await loadOrCreateSshIdentity({
     userDir: userDirOf(input.stateDir, input.keyOwner.uid),
-    owner: input.keyOwner,
+    ...(forCaller ? {homeDir: null, extraPublicKeys: input.callerPublicKeys} : {owner: input.keyOwner}),
     comment: `gpu-cosplay ${input.owner.user}`,
   })
   // 0: the engine picks a free port at bind time and the start reads it back (inspect). A port chosen here

@@ -30,8 +30,10 @@ export type SshIdentity = {
 export type SshKeyOptions = {
   /** the user's own folder, <state>/users/<uid>; a generated pair lives in its ssh/. Its parent is the shared one. */
   userDir: string
-  /** default os.homedir() */
-  homeDir?: string
+  /** default os.homedir(); null: not ours to read (the engine reads the caller's keys as the caller: extraPublicKeys) */
+  homeDir?: string | null
+  /** more authorized_keys lines, e.g. the caller's own public keys */
+  extraPublicKeys?: readonly string[]
   comment?: string
   /** when running as root on someone's behalf (sudo): the folders and keys we create become theirs */
   owner?: {uid: number; gid: number}
@@ -81,12 +83,13 @@ export function loadOrCreateKeyPair(path: string, options: KeyPairOptions): KeyP
 }
 
 export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<SshIdentity> {
-  const home = options.homeDir ?? homedir()
-  const userPath = join(home, '.ssh', 'id_ed25519')
-  const userPrivate = readTextIfExists(userPath)
-  const userPublic = readTextIfExists(`${userPath}.pub`)?.trim() ?? null
-  if (userPrivate && userPublic && isUsable(userPrivate)) {
-    return {privateKey: userPrivate, privateKeyPath: userPath, publicKey: userPublic, source: 'user', authorizedKeys: [userPublic]}
+  const home = options.homeDir === undefined ? homedir() : options.homeDir
+  const userPath = home === null ? null : join(home, '.ssh', 'id_ed25519')
+  const userPrivate = userPath === null ? null : readTextIfExists(userPath)
+  const userPublic = userPath === null ? null : (readTextIfExists(`${userPath}.pub`)?.trim() ?? null)
+  const extra = options.extraPublicKeys ?? []
+  if (userPath && userPrivate && userPublic && isUsable(userPrivate)) {
+    return {privateKey: userPrivate, privateKeyPath: userPath, publicKey: userPublic, source: 'user', authorizedKeys: unique([userPublic, ...extra])}
   }
 
   const dir = join(options.userDir, 'ssh')
@@ -105,7 +108,7 @@ export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<S
       },
     })
     await chmod(dir, 0o700)
-    const authorizedKeys = userPublic && userPublic !== publicKey ? [publicKey, userPublic] : [publicKey]
+    const authorizedKeys = unique([publicKey, ...(userPublic ? [userPublic] : []), ...extra])
     return {privateKey, privateKeyPath: path, publicKey, source: 'generated', authorizedKeys}
   } catch (error) {
     if (error instanceof CosplayError) throw error
@@ -114,4 +117,8 @@ export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<S
       cause: error,
     })
   }
+}
+
+function unique(lines: readonly string[]): string[] {
+  return [...new Set(lines)]
 }

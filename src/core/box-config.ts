@@ -12,8 +12,13 @@ import {HOST_ENV} from './names.js'
 
 export const BOX_CONFIG_DIR = '/etc/gpu-cosplay'
 export const BOX_CONFIG_FILE = `${BOX_CONFIG_DIR}/config.yaml`
-/** Set by the engine's entry point (never by a caller: sudo resets the environment, the entry point clears it). */
+/**
+ * Marks the engine process: `caller` is set by the entry point the sudoers rule names (sudo resets the caller's
+ * environment and the entry point clears the rest, so only root's entry point sets it; the caller is sudo's SUDO_UID),
+ * `root` by bin/run.js for root itself at a shell of an installed box (the caller is root).
+ */
 export const ENGINE_ENV = 'GPU_COSPLAY_ENGINE'
+export type EngineMark = 'caller' | 'root'
 
 const absolutePath = z.string().regex(/^\/[^\0\n]*$/, 'an absolute path')
 
@@ -77,14 +82,35 @@ let engineConfig: BoxConfig | null | undefined
  */
 export function engineBoxConfig(env: Readonly<Record<string, string | undefined>> = process.env): BoxConfig | null {
   if (engineConfig !== undefined) return engineConfig
-  const read = process.getuid?.() === 0 && env[ENGINE_ENV] === '1' ? readBoxConfig() : null
+  const mark = env[ENGINE_ENV]
+  const read = process.getuid?.() === 0 && (mark === 'caller' || mark === 'root') ? readBoxConfig() : null
   engineConfig = read?.ok ? read.config : null
   return engineConfig
 }
 
-/** Whether this process is the engine acting for a caller (see engineBoxConfig). */
+/** Whether this process is the engine: root on an installed box, for a caller or for itself (see engineBoxConfig). */
 export function isEngine(): boolean {
   return engineBoxConfig() !== null
+}
+
+/** Whether the engine acts for a caller who came through the sudoers rule (not for root itself). */
+export function actsForCaller(env: Readonly<Record<string, string | undefined>> = process.env): boolean {
+  return isEngine() && env[ENGINE_ENV] === 'caller'
+}
+
+/** The variables that make a user's own sandbox: with any of them set, nothing goes through the engine. */
+export const SANDBOX_ENV = [HOST_ENV.stateDir, HOST_ENV.nvidiaSmi, HOST_ENV.mpsControl] as const
+
+export function isSandbox(env: Readonly<Record<string, string | undefined>>): boolean {
+  return SANDBOX_ENV.some((name) => (env[name] ?? '') !== '')
+}
+
+/** Sets the three paths the layers read from the configuration (a client's local reads, root at a shell). */
+export function pinBoxPaths(config: BoxConfig, env: NodeJS.ProcessEnv = process.env): void {
+  env[HOST_ENV.stateDir] = config.stateDir
+  env[HOST_ENV.nvidiaSmi] = config.nvidiaSmi
+  if (config.mpsControl !== null) env[HOST_ENV.mpsControl] = config.mpsControl
+  else delete env[HOST_ENV.mpsControl]
 }
 
 /**
@@ -93,9 +119,7 @@ export function isEngine(): boolean {
  */
 export function pinEngineEnvironment(config: BoxConfig, env: NodeJS.ProcessEnv = process.env): void {
   for (const name of Object.keys(env)) if (name.startsWith('GPU_COSPLAY_') && name !== ENGINE_ENV && name !== 'GPU_COSPLAY_CANCEL_ON_EOF') delete env[name]
-  env[HOST_ENV.stateDir] = config.stateDir
-  env[HOST_ENV.nvidiaSmi] = config.nvidiaSmi
-  if (config.mpsControl !== null) env[HOST_ENV.mpsControl] = config.mpsControl
+  pinBoxPaths(config, env)
 }
 
 /** tests only */

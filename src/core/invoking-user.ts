@@ -1,6 +1,6 @@
 import {userInfo} from 'node:os'
 
-import {isEngine} from './box-config.js'
+import {actsForCaller} from './box-config.js'
 
 /** The person who typed the command: under sudo that is SUDO_USER, not root; sessions and keys are theirs. */
 export type InvokingUser = {
@@ -21,7 +21,7 @@ export function invokingUser(env: Readonly<Record<string, string | undefined>> =
   const sudoGid = Number(env.SUDO_GID)
   if (uid === 0 && env.SUDO_USER && env.SUDO_UID && Number.isInteger(sudoUid)) {
     // through the engine, SUDO_* are sudo's own word on who ran it (the entry point passes nothing else through)
-    const isRoot = isEngine() ? sudoUid === 0 : true
+    const isRoot = actsForCaller(env) ? sudoUid === 0 : true
     return {uid: sudoUid, gid: Number.isInteger(sudoGid) ? sudoGid : sudoUid, user: env.SUDO_USER, isRoot}
   }
   return {uid, gid, user: userInfo().username, isRoot: uid === 0}

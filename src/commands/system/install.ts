@@ -1,0 +1,72 @@
+import {Flags, ux} from '@oclif/core'
+
+import {InputError} from '../../core/errors.js'
+import type {InstallResult} from '../../system/box-install.js'
+import {BaseCommand} from '../support/base-command.js'
+
+export type SystemInstallResult = InstallResult
+
+export default class SystemInstall extends BaseCommand {
+  static summary = 'Set this box up for a team: unprivileged users, one root engine that checks who asks'
+  static description = `Run once by root, after installing gpu-cosplay for the whole box (root-owned, e.g. npm install -g of the tarball npm pack makes). It creates:
+
+- the group (default gpu-cosplay) whose members may use gpu-cosplay: add users with usermod -aG;
+- a state directory that root alone writes (default /var/lib/gpu-cosplay; an earlier team set-up's 1777 folder is taken over when no session is up);
+- /etc/gpu-cosplay/config.yaml, root's, which fixes the state directory and the nvidia-smi and MPS control programs for the box;
+- the engine's entry point (/usr/local/libexec/gpu-cosplay/engine) and one sudoers rule that lets the group run exactly it as root (checked by visudo first).
+
+Members then use every command as before, with no docker group and no sudo rule of their own: a command that touches the GPU, Docker or the state runs in the engine, which knows the caller from sudo and acts only on their sessions. Run it again to change a setting; settings not given are kept. Needs --yes.`
+  static examples = [
+    '<%= config.bin %> system install --yes',
+    '<%= config.bin %> system install --group ml-team --nvidia-smi /usr/bin/nvidia-smi --yes',
+  ]
+  static flags = {
+    group: Flags.string({description: 'the group whose members may use gpu-cosplay (default gpu-cosplay)'}),
+    'state-dir': Flags.string({description: 'the state directory, root-owned (default /var/lib/gpu-cosplay)'}),
+    'nvidia-smi': Flags.string({description: "nvidia-smi for the engine (default: the one on root's PATH); root-owned"}),
+    'mps-control': Flags.string({description: "nvidia-cuda-mps-control for the engine (default: the one on root's PATH, if any); root-owned"}),
+    'allow-container-sudo': Flags.boolean({
+      description: 'let up --sudo give a session user sudo in their container (root over everything mounted there)',
+      allowNo: true,
+    }),
+    yes: Flags.boolean({description: 'really do it'}),
+  }
+
+  async run(): Promise<SystemInstallResult> {
+    const {flags} = await this.parse(SystemInstall)
+    if (!flags.yes) {
+      throw new InputError('CONFIRMATION_REQUIRED', 'system install adds a group, a sudoers rule, an entry point and /etc/gpu-cosplay, and takes over the state directory', {
+        fix: ['sudo gpu-cosplay system install --yes'],
+      })
+    }
+    const [{installBox}, {LocalExecutor}] = await Promise.all([import('../../system/box-install.js'), import('../../core/local-executor.js')])
+    if (!this.jsonEnabled()) ux.action.start('Installing gpu-cosplay for this box')
+    const result = await installBox(
+      {
+        group: flags.group,
+        stateDir: flags['state-dir'],
+        nvidiaSmi: flags['nvidia-smi'],
+        mpsControl: flags['mps-control'],
+        allowContainerSudo: flags['allow-container-sudo'],
+      },
+      new LocalExecutor(),
+    ).catch((error: unknown) => {
+      if (!this.jsonEnabled()) ux.action.stop('failed')
+      throw error
+    })
+    if (!this.jsonEnabled()) {
+      ux.action.stop('done')
+      this.log(renderInstall(result))
+    }
+    return result
+  }
+}
+
+export function renderInstall(r: SystemInstallResult): string {
+  const width = Math.max(...r.items.map((i) => i.what.length))
+  return [
+    ...r.items.map((i) => `  ${i.what.padEnd(width)}  ${i.action.padEnd(9)}  ${i.path}`),
+    ...r.notes.map((n) => `note: ${n}`),
+    `Members of ${r.config.group} may now use gpu-cosplay: sudo usermod -aG ${r.config.group} USER (they log in again). Check: gpu-cosplay system status`,
+  ].join('\n')
+}

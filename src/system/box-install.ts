@@ -1,0 +1,251 @@
+/**
+ * `system install` and `system uninstall`: the shared box's group, root-owned state directory, configuration,
+ * entry point and sudoers rule. Idempotent: a second install changes only what differs, and keeps the settings it is
+ * not given.
+ */
+import fs from 'node:fs'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+
+import {dump} from 'js-yaml'
+
+import {listSessions} from '../apply/book-store.js'
+import {BOX_CONFIG_DIR, BOX_CONFIG_FILE, type BoxConfig, readBoxConfig} from '../core/box-config.js'
+import {InputError, StateError} from '../core/errors.js'
+import type {Executor} from '../core/executor.js'
+import {findExecutable} from '../core/find-executable.js'
+import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
+import {SHARED_STATE_DIR} from '../core/names.js'
+import {packageRoot} from '../core/package-root.js'
+import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SUDOERS_PATH} from './entry-point.js'
+import {whyNotRootOnly, whyTreeNotRootOnly} from './trusted-path.js'
+
+export const DEFAULT_GROUP = 'gpu-cosplay'
+
+export type InstallRequest = {
+  group?: string
+  stateDir?: string
+  nvidiaSmi?: string
+  mpsControl?: string
+  allowContainerSudo?: boolean
+}
+
+export type InstallItem = {what: string; path: string; action: 'created' | 'updated' | 'unchanged'}
+export type InstallResult = {config: BoxConfig; items: InstallItem[]; notes: string[]}
+export type UninstallResult = {removed: string[]; kept: string[]}
+
+export async function installBox(request: InstallRequest, executor: Executor): Promise<InstallResult> {
+  assertRoot('system install')
+  const previous = readBoxConfig()
+  const before = previous?.ok ? previous.config : null
+  const config = resolveConfig(request, before)
+  const nodePath = fs.realpathSync(process.execPath)
+  const pkg = packageRoot()
+  const runJs = path.join(pkg, 'bin', 'run.js')
+  for (const [what, file] of [
+    ['node', nodePath],
+    ['the gpu-cosplay package', runJs],
+  ] as const) {
+    if (!isPlainPath(file)) throw new InputError('BAD_PATH', `the path of ${what}, ${file}, has characters a sudoers rule cannot take`)
+  }
+  const why = whyNotRootOnly(nodePath) ?? whyTreeNotRootOnly(pkg)
+  if (why) {
+    throw new StateError('NOT_ROOT_OWNED', `root would run code others can change: ${why}`, {
+      exit: 4,
+      fix: ['install gpu-cosplay for the whole box as root first: npm pack, then npm install -g ./gpu-cosplay-<version>.tgz', 'then run its system install'],
+    })
+  }
+  const items: InstallItem[] = []
+  const notes: string[] = []
+  items.push(await ensureGroup(config.group, executor))
+  items.push(...takeOverStateDir(config.stateDir, notes))
+  ensureRootDir(BOX_CONFIG_DIR)
+  items.push(writeIfChanged('configuration', BOX_CONFIG_FILE, renderConfig(config), 0o644))
+  ensureRootDir(path.dirname(ENGINE_PATH))
+  items.push(writeIfChanged('engine entry point', ENGINE_PATH, renderEntryPoint(nodePath, runJs), 0o755))
+  items.push(await writeSudoers(renderSudoers(config.group, config.engine), executor))
+  if (config.allowContainerSudo) notes.push('up --sudo is allowed: a session with sudo has root over everything mounted into its container')
+  return {config, items, notes}
+}
+
+export async function uninstallBox(): Promise<UninstallResult> {
+  assertRoot('system uninstall')
+  const read = readBoxConfig()
+  const config = read?.ok ? read.config : null
+  const stateDir = config?.stateDir ?? SHARED_STATE_DIR
+  const up = fs.existsSync(stateDir) ? listSessions(stateDir) : []
+  if (up.length > 0) {
+    throw new StateError('SESSIONS_UP', `${up.length} session(s) are up on this box (${up.map((l) => l.session.name).join(', ')})`, {
+      fix: ['end them first: sudo gpu-cosplay down --all', 'see them: gpu-cosplay ps'],
+    })
+  }
+  const removed: string[] = []
+  // the rule first: from here on nobody reaches the engine
+  for (const file of [SUDOERS_PATH, ENGINE_PATH, BOX_CONFIG_FILE]) {
+    if (fs.existsSync(file) || isLink(file)) {
+      fs.rmSync(file)
+      removed.push(file)
+    }
+  }
+  for (const dir of [path.dirname(ENGINE_PATH), BOX_CONFIG_DIR]) {
+    try {
+      fs.rmdirSync(dir)
+      removed.push(dir)
+    } catch {
+      // not empty, or gone: leave it
+    }
+  }
+  return {removed, kept: [`group ${config?.group ?? DEFAULT_GROUP}`, `state directory ${stateDir}`]}
+}
+
+function resolveConfig(request: InstallRequest, before: BoxConfig | null): BoxConfig {
+  const group = request.group ?? before?.group ?? DEFAULT_GROUP
+  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(group)) throw new InputError('BAD_GROUP', `--group ${group}: not a valid group name (e.g. gpu-cosplay)`)
+  const stateDir = path.resolve(request.stateDir ?? before?.stateDir ?? SHARED_STATE_DIR)
+  const nvidiaSmi = request.nvidiaSmi ?? before?.nvidiaSmi ?? findExecutable('nvidia-smi', process.env)
+  if (!nvidiaSmi) throw new InputError('NO_NVIDIA_SMI', 'no nvidia-smi on root\'s PATH', {fix: ['give its path: gpu-cosplay system install --nvidia-smi /usr/bin/nvidia-smi --yes']})
+  const mpsControl = request.mpsControl ?? before?.mpsControl ?? findExecutable('nvidia-cuda-mps-control', process.env)
+  const config: BoxConfig = {
+    version: 1,
+    group,
+    stateDir,
+    nvidiaSmi: path.resolve(nvidiaSmi),
+    mpsControl: mpsControl ? path.resolve(mpsControl) : null,
+    engine: ENGINE_PATH,
+    allowContainerSudo: request.allowContainerSudo ?? before?.allowContainerSudo ?? false,
+  }
+  for (const [flag, file] of [
+    ['--state-dir', config.stateDir],
+    ['--nvidia-smi', config.nvidiaSmi],
+    ['--mps-control', config.mpsControl],
+  ] as const) {
+    if (file !== null && !isPlainPath(file)) throw new InputError('BAD_PATH', `${flag} ${file}: use a plain absolute path (letters, digits, . _ - + @ /)`)
+  }
+  for (const [flag, file] of [
+    ['--nvidia-smi', config.nvidiaSmi],
+    ['--mps-control', config.mpsControl],
+  ] as const) {
+    if (file === null) continue
+    const why = whyNotRootOnly(file)
+    if (why) throw new StateError('NOT_ROOT_OWNED', `${flag} ${file}: root would run a program others can change: ${why}`, {exit: 4, fix: ['give a program that root alone can write']})
+    try {
+      fs.accessSync(file, fs.constants.X_OK)
+    } catch {
+      throw new InputError('NOT_EXECUTABLE', `${flag} ${file} is not an executable file`)
+    }
+  }
+  return config
+}
+
+function renderConfig(config: BoxConfig): string {
+  return `# gpu-cosplay on this box: written by \`gpu-cosplay system install\` (run it again to change a setting).
+# Root's alone: the engine takes the state directory and the programs it runs from here and nowhere else.
+${dump(config, {lineWidth: -1})}`
+}
+
+async function ensureGroup(group: string, executor: Executor): Promise<InstallItem> {
+  const found = await executor.run(['getent', 'group', group])
+  if (found.exitCode === 0) return {what: 'group', path: group, action: 'unchanged'}
+  const made = await executor.run(['groupadd', '--system', group])
+  if (made.exitCode !== 0) throw new StateError('GROUPADD_FAILED', `cannot create the group ${group}: ${made.stderr.trim().split('\n')[0]}`)
+  return {what: 'group', path: group, action: 'created'}
+}
+
+/**
+ * The state directory becomes root's alone: 0755 folders, 0644 files. One left by the earlier team set-up (1777,
+ * books 0666) is taken over when no session is up: links and lock folders anyone could have planted are removed,
+ * users' own folders (keys they made) are moved aside, never followed.
+ */
+function takeOverStateDir(dir: string, notes: string[]): InstallItem[] {
+  const existed = fs.existsSync(dir) || isLink(dir)
+  if (existed) {
+    const info = fs.lstatSync(dir)
+    if (!info.isDirectory()) throw new StateError('STATE_DIR_DAMAGED', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
+    const shared = (info.mode & 0o002) !== 0 || info.uid !== 0
+    if (shared) {
+      const up = listSessions(dir)
+      if (up.length > 0) {
+        throw new StateError('SESSIONS_UP', `${dir} is the team's shared state directory and ${up.length} session(s) are up in it`, {
+          fix: ['end them first (gpu-cosplay ps; gpu-cosplay down --all, as each user or as root), then install'],
+        })
+      }
+    }
+  }
+  ensureRootDir(dir)
+  for (const sub of ['gpus', 'sessions', 'calibrations']) {
+    const subDir = path.join(dir, sub)
+    ensureRootDir(subDir)
+    for (const entry of fs.readdirSync(subDir)) {
+      const file = path.join(subDir, entry)
+      const info = fs.lstatSync(file)
+      if (info.isFile()) {
+        if (info.uid !== 0 || info.gid !== 0) fs.lchownSync(file, 0, 0)
+        if ((info.mode & 0o7777) !== 0o644) fs.chmodSync(file, 0o644)
+      } else {
+        fs.rmSync(file, {recursive: true, force: true})
+        notes.push(`removed ${file} (${info.isSymbolicLink() ? 'a symlink' : 'not a file'})`)
+      }
+    }
+  }
+  const users = path.join(dir, 'users')
+  if (fs.existsSync(users) || isLink(users)) {
+    const info = fs.lstatSync(users)
+    const everyRootOwned = info.isDirectory() && info.uid === 0 && fs.readdirSync(users).every((e) => fs.lstatSync(path.join(users, e)).uid === 0)
+    if (!everyRootOwned) {
+      const aside = path.join(dir, `legacy-users-${Date.now()}`)
+      fs.renameSync(users, aside)
+      fs.chownSync(aside, 0, 0)
+      fs.chmodSync(aside, 0o700)
+      notes.push(`moved the earlier set-up's per-user folders to ${aside} (root's only now; delete it when nobody needs those keys)`)
+    }
+  }
+  ensureRootDir(users)
+  return [{what: 'state directory', path: dir, action: existed ? 'unchanged' : 'created'}]
+}
+
+/** A folder of root's, 0755, made if missing; never a symlink. */
+function ensureRootDir(dir: string): void {
+  fs.mkdirSync(dir, {recursive: true, mode: 0o755})
+  const info = fs.lstatSync(dir)
+  if (!info.isDirectory()) throw new StateError('NOT_A_FOLDER', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
+  if (info.uid !== 0 || info.gid !== 0) fs.lchownSync(dir, 0, 0)
+  if ((info.mode & 0o7777) !== 0o755) fs.chmodSync(dir, 0o755)
+}
+
+function writeIfChanged(what: string, file: string, text: string, mode: number): InstallItem {
+  const current = isLink(file) ? null : readTextIfExists(file)
+  const info = current === null ? null : fs.lstatSync(file)
+  if (current === text && info && info.uid === 0 && (info.mode & 0o7777) === mode) return {what, path: file, action: 'unchanged'}
+  writeTextAtomic(file, text, mode)
+  return {what, path: file, action: current === null ? 'created' : 'updated'}
+}
+
+/** The rule is checked by visudo before it is put where sudo reads it: a broken sudoers file locks sudo for everyone. */
+async function writeSudoers(text: string, executor: Executor): Promise<InstallItem> {
+  const scratch = mkdtempSync(path.join(tmpdir(), 'gpu-cosplay-sudoers-'))
+  try {
+    const candidate = path.join(scratch, 'gpu-cosplay')
+    writeFileSync(candidate, text, {mode: 0o440, flag: 'wx'})
+    const checked = await executor.run(['visudo', '-cqf', candidate])
+    if (checked.exitCode !== 0) {
+      throw new StateError('SUDOERS_INVALID', `visudo refuses the rule: ${(checked.stderr || checked.stdout).trim().split('\n')[0]}`, {fix: ['is sudo installed? apt-get install sudo']})
+    }
+  } finally {
+    rmSync(scratch, {recursive: true, force: true})
+  }
+  if (!fs.lstatSync(path.dirname(SUDOERS_PATH)).isDirectory()) throw new StateError('NO_SUDOERS_DIR', `${path.dirname(SUDOERS_PATH)} is not a folder`, {fix: ['apt-get install sudo']})
+  return writeIfChanged('sudoers rule', SUDOERS_PATH, text, 0o440)
+}
+
+function assertRoot(command: string): void {
+  if (process.getuid?.() !== 0) throw new StateError('ROOT_ONLY', `${command} changes the box for everyone: only root may run it`, {exit: 4, fix: [`sudo gpu-cosplay ${command} --yes`]})
+}
+
+function isLink(file: string): boolean {
+  try {
+    return fs.lstatSync(file).isSymbolicLink()
+  } catch {
+    return false
+  }
+}

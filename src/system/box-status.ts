@@ -1,0 +1,82 @@
+/** `system status` (and doctor's shared-box line): what `system install` put on this box, and whether it still holds. */
+import fs from 'node:fs'
+
+import {BOX_CONFIG_FILE, type BoxConfig, readBoxConfig} from '../core/box-config.js'
+import type {Executor} from '../core/executor.js'
+import {readTextIfExists} from '../core/json-file.js'
+import {renderSudoers, SUDOERS_PATH} from './entry-point.js'
+import {groupId} from './engine-route.js'
+import {whyNotRootOnly, whyTreeNotRootOnly} from './trusted-path.js'
+
+export type BoxCheck = {name: string; status: 'ok' | 'missing' | 'warn'; detail: string; fix: string[]}
+
+export type BoxStatus = {
+  /** a configuration file exists (it may still be broken: see healthy) */
+  installed: boolean
+  /** installed and every check ok */
+  healthy: boolean
+  config: BoxConfig | null
+  /** whether the user asking is in the box's group (null for root or when not installed) */
+  member: boolean | null
+  checks: BoxCheck[]
+}
+
+const REINSTALL = 'sudo gpu-cosplay system install --yes'
+
+export async function boxStatus(executor: Executor): Promise<BoxStatus> {
+  const read = readBoxConfig()
+  if (read === null) return {installed: false, healthy: false, config: null, member: null, checks: []}
+  if (!read.ok) return {installed: true, healthy: false, config: null, member: null, checks: [{name: 'configuration', status: 'missing', detail: read.why, fix: [REINSTALL]}]}
+  const config = read.config
+  const isRoot = process.getuid?.() === 0
+  const checks: BoxCheck[] = [{name: 'configuration', status: 'ok', detail: BOX_CONFIG_FILE, fix: []}]
+  const gid = groupId(config.group)
+  checks.push(gid === null ? {name: 'group', status: 'missing', detail: `no group ${config.group}`, fix: [REINSTALL]} : {name: 'group', status: 'ok', detail: `${config.group} (gid ${gid})`, fix: []})
+  checks.push(rootOnly('engine entry point', config.engine))
+  checks.push(await sudoersCheck(config, executor, isRoot))
+  checks.push(stateDirCheck(config.stateDir))
+  checks.push(rootOnly('nvidia-smi', config.nvidiaSmi))
+  if (config.mpsControl !== null) checks.push(rootOnly('MPS control', config.mpsControl))
+  checks.push(packageCheck(config.engine))
+  const member = isRoot || gid === null ? null : (process.getgroups?.() ?? []).includes(gid)
+  if (member === false) checks.push({name: 'membership', status: 'warn', detail: `you are not in ${config.group}: commands that change the GPU are refused`, fix: [`ask an admin: sudo usermod -aG ${config.group} $USER`]})
+  return {installed: true, healthy: checks.every((c) => c.status !== 'missing'), config, member, checks}
+}
+
+function rootOnly(name: string, file: string): BoxCheck {
+  const why = whyNotRootOnly(file)
+  return why ? {name, status: 'missing', detail: why, fix: [REINSTALL]} : {name, status: 'ok', detail: file, fix: []}
+}
+
+async function sudoersCheck(config: BoxConfig, executor: Executor, isRoot: boolean): Promise<BoxCheck> {
+  const name = 'sudoers rule'
+  if (!isRoot) {
+    const exists = fs.existsSync(SUDOERS_PATH)
+    return {name, status: exists ? 'ok' : 'missing', detail: exists ? `${SUDOERS_PATH} (its content is root's to read)` : `no ${SUDOERS_PATH}`, fix: exists ? [] : [REINSTALL]}
+  }
+  const owned = rootOnly(name, SUDOERS_PATH)
+  if (owned.status !== 'ok') return owned
+  if (readTextIfExists(SUDOERS_PATH) !== renderSudoers(config.group, config.engine)) return {name, status: 'missing', detail: `${SUDOERS_PATH} is not the rule gpu-cosplay wrote`, fix: [REINSTALL]}
+  const checked = await executor.run(['visudo', '-cqf', SUDOERS_PATH]).catch(() => null)
+  if (checked === null || checked.exitCode !== 0) return {name, status: 'missing', detail: `visudo refuses ${SUDOERS_PATH}`, fix: [REINSTALL]}
+  return {name, status: 'ok', detail: `${SUDOERS_PATH}: %${config.group} may run ${config.engine}`, fix: []}
+}
+
+function stateDirCheck(dir: string): BoxCheck {
+  const name = 'state directory'
+  const why = whyNotRootOnly(dir)
+  if (why) return {name, status: 'missing', detail: why, fix: [REINSTALL]}
+  const info = fs.lstatSync(dir)
+  if ((info.mode & 0o1000) !== 0) return {name, status: 'missing', detail: `${dir} is still the shared sticky folder`, fix: [REINSTALL]}
+  return {name, status: 'ok', detail: `${dir} (root's alone)`, fix: []}
+}
+
+/** The package the entry point runs, read back from it: root's alone, all of it. */
+function packageCheck(engine: string): BoxCheck {
+  const name = 'package'
+  const script = readTextIfExists(engine) ?? ''
+  const runJs = /\s(\/\S+)\/bin\/run\.js "\$@"/.exec(script)?.[1]
+  if (!runJs) return {name, status: 'missing', detail: `${engine} names no gpu-cosplay package`, fix: [REINSTALL]}
+  const why = whyTreeNotRootOnly(runJs)
+  return why ? {name, status: 'missing', detail: why, fix: [REINSTALL]} : {name, status: 'ok', detail: runJs, fix: []}
+}
