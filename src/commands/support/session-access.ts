@@ -14,6 +14,7 @@ import type {SshSession} from '../../container/ssh-client.js'
 import {type SessionContainer, sessionContainer} from '../../container/session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../../container/ssh-keys.js'
 import {ContainerError, InputError} from '../../core/errors.js'
+import {actsForCaller} from '../../core/box-config.js'
 import {invokingUser} from '../../core/invoking-user.js'
 
 export type SessionAccess = {
@@ -33,7 +34,8 @@ export function accessSession(name: string | undefined): SessionAccess {
 }
 
 export function identityFor(access: SessionAccess): Promise<SshIdentity> {
-  return loadOrCreateSshIdentity({userDir: userDirOf(access.stateDir, access.uid)})
+  // the engine logs in with the key up authorised for it (root's, in the caller's folder), never root's own ~/.ssh
+  return loadOrCreateSshIdentity({userDir: userDirOf(access.stateDir, access.uid), ...(actsForCaller() ? {homeDir: null} : {})})
 }
 
 /** A login to the session's sshd on this host, as its user, with `identity` (this host's key for the session). */
