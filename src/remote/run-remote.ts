@@ -53,6 +53,20 @@ export async function runRemote(
   const running = transport.exec(remoteCommandLine(argv, version), {onStderr: io.onStderr})
   io.onCancelable?.(() => running.endInput())
   const result = await running.done
+  return payloadOf(result, label, argv[0])
+}
+
+/**
+ * What a gpu-cosplay run with --json answered: its payload with its exit status (doctor, status and verify report
+ * with a non-zero one), or its failure thrown with its code and exit. For a box reached over ssh and for this box's
+ * engine alike.
+ */
+export function payloadOf(
+  result: Pick<ExecResult, 'stdout' | 'exitCode' | 'signal'>,
+  label: string,
+  command: string,
+  {prefix = true}: {prefix?: boolean} = {},
+): {payload: unknown; exitCode: number} {
   const payload = parseJson(result)
   // a failure prints exactly {error: {...}}; status has an `error` field beside its view
   const isFailure = payload !== null && typeof payload === 'object' && Object.keys(payload).length === 1 && 'error' in payload
@@ -61,14 +75,14 @@ export async function runRemote(
   if (error && typeof error.code === 'string' && typeof error.message === 'string') {
     const fix = Array.isArray(error.fix) ? error.fix.filter((line): line is string => typeof line === 'string') : []
     const exit = (typeof error.exit === 'number' ? error.exit : (result.exitCode ?? 1)) as ExitCode
-    throw new RemoteError(error.code, `${label}: ${error.message}`, {fix, exit})
+    throw new RemoteError(error.code, prefix ? `${label}: ${error.message}` : error.message, {fix, exit})
   }
-  throw new RemoteError('REMOTE_COMMAND_FAILED', `gpu-cosplay ${argv[0]} on ${label} ended without a result (exit ${result.exitCode ?? result.signal})`, {
+  throw new RemoteError('REMOTE_COMMAND_FAILED', `gpu-cosplay ${command} on ${label} ended without a result (exit ${result.exitCode ?? result.signal})`, {
     fix: ['rerun with DEBUG=gpu-cosplay* for details'],
   })
 }
 
-function parseJson(result: ExecResult): unknown {
+function parseJson(result: Pick<ExecResult, 'stdout'>): unknown {
   const text = result.stdout.trim()
   if (text === '') return null
   try {
