@@ -59,6 +59,8 @@ export function runsAsClient(argv: readonly string[], env: Env): boolean {
   const end = argv.indexOf('--')
   const options = end < 0 ? argv : argv.slice(0, end)
   const first = argv[0]
+  // the handshake of a --host client answers for the engine that will run its commands
+  if (first === 'remote' && argv[1] === 'info') return false
   if (first === undefined || first.startsWith('-') || CLIENT_COMMANDS.has(first)) return true
   if (options.some((a) => a === '--help' || a === '-h' || a === '--host' || a.startsWith('--host='))) return true
   return (env.GPU_COSPLAY_HOST ?? '').trim() !== ''

@@ -131,4 +131,8 @@ export class SharedBox {
       .filter(Boolean)
       .map((l) => (JSON.parse(l).argv as string[]).join(' '))
   }
+
+  mutatingCalls(): string[] {
+    return this.calls().filter((a) => /(^| )(-mig|-cgi|-cci|-dci|-dgi|-lgc|-rgc|-pl|-pm)( |$)/.test(a))
+  }
 }
