@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {packageRoot} from '../core/package-root.js'
+import {requireRootOnSharedBox} from '../core/invoking-user.js'
 import {BaseCommand} from './support/base-command.js'
 
 export type BuildResult = {tag: string; base: string; imageId: string | null; version: string; sizeBytes: number | null; addedBytes: number | null}
@@ -24,6 +25,7 @@ The default base is pulled from Docker Hub the first time. Without network acces
 
   async run(): Promise<BuildResult> {
     const {flags} = await this.parse(Build)
+    requireRootOnSharedBox('build', 'replaces the image every session on this box runs')
     const [{DockerRuntime}, {baseImageFor, buildCosplayImage, defaultImageTag, progressLine}] = await Promise.all([
       import('../container/runtime.js'),
       import('../container/cosplay-image.js'),

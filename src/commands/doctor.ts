@@ -115,7 +115,8 @@ async function sharedBoxCheck(): Promise<DoctorCheck> {
     }
   }
   const broken = box.checks.filter((c) => c.status === 'missing')
-  if (broken.length > 0) return {name, status: 'missing', detail: broken.map((c) => `${c.name}: ${c.detail}`).join('; '), fix: ['sudo gpu-cosplay system status', ...broken[0].fix]}
+  if (broken.length > 0)
+    return {name, status: 'missing', detail: broken.map((c) => `${c.name}: ${c.detail}`).join('; '), fix: ['sudo gpu-cosplay system status', ...broken[0].fix]}
   return {name, status: 'ok', detail: `installed: members of ${box.config!.group} use the engine (${box.config!.engine})`, fix: []}
 }
 

@@ -47,24 +47,38 @@ export async function resolveMountsAsCaller(
   })
   const asked: Array<{flag: string; source: string; want: Want}> = [
     {flag: '--workspace', source: mounts.workspace, want: 'dir'},
-    ...volumes.map((v) => ({flag: `--volume ${v.source}:${v.target}${v.mode ? `:${v.mode}` : ''}`, source: v.source, want: (v.mode === 'ro' ? 'ro' : 'rw') as Want})),
+    ...volumes.map((v) => ({
+      flag: `--volume ${v.source}:${v.target}${v.mode ? `:${v.mode}` : ''}`,
+      source: v.source,
+      want: (v.mode === 'ro' ? 'ro' : 'rw') as Want,
+    })),
   ]
   for (const a of asked) if (/[\0\n]/.test(a.source)) throw new InputError('BAD_PATH', `${a.flag}: a path with a newline cannot be mounted`)
-  const result = await executor.run(asCaller(caller, ['/bin/sh', '-c', RESOLVE_SCRIPT, 'sh', ...asked.map((a) => `${a.want}:${a.source}`)]), {timeoutMs: 10_000})
+  const result = await executor.run(asCaller(caller, ['/bin/sh', '-c', RESOLVE_SCRIPT, 'sh', ...asked.map((a) => `${a.want}:${a.source}`)]), {
+    timeoutMs: 10_000,
+  })
   const answers = result.stdout.split('\0')
   if (result.exitCode !== 0 || answers.length < asked.length) {
-    throw new StateError('MOUNT_CHECK_FAILED', `cannot check the mounts as ${caller.user}: ${result.stderr.trim().split('\n')[0] || `exit ${result.exitCode}`}`, {exit: 4})
+    throw new StateError(
+      'MOUNT_CHECK_FAILED',
+      `cannot check the mounts as ${caller.user}: ${result.stderr.trim().split('\n')[0] || `exit ${result.exitCode}`}`,
+      {exit: 4},
+    )
   }
   const resolved = asked.map((a, i) => {
     const answer = answers[i]
     if (answer.startsWith('ok:')) return answer.slice(3)
-    const what = {
-      missing: 'does not exist (or you cannot reach it)',
-      'not-a-folder': 'is not a folder',
-      unreadable: 'is not readable by you',
-      unwritable: 'is not writable by you (mount it read-only with :ro)',
-    }[answer] ?? answer
-    throw new StateError('MOUNT_NOT_ALLOWED', `${a.flag}: ${a.source} ${what}`, {exit: 4, fix: ['mount only what you may read (and write, for a read-write mount)']})
+    const what =
+      {
+        missing: 'does not exist (or you cannot reach it)',
+        'not-a-folder': 'is not a folder',
+        unreadable: 'is not readable by you',
+        unwritable: 'is not writable by you (mount it read-only with :ro)',
+      }[answer] ?? answer
+    throw new StateError('MOUNT_NOT_ALLOWED', `${a.flag}: ${a.source} ${what}`, {
+      exit: 4,
+      fix: ['mount only what you may read (and write, for a read-write mount)'],
+    })
   })
   return {
     workspace: resolved[0],
@@ -83,7 +97,14 @@ export async function callerPublicKeys(caller: Caller, home: string, executor: E
   const script = 'for f do head -c 16384 -- "$f" 2>/dev/null; printf "\\n"; done'
   const result = await executor.run(asCaller(caller, ['/bin/sh', '-c', script, 'sh', ...files]), {timeoutMs: 10_000}).catch(() => null)
   if (result === null) return []
-  return [...new Set(result.stdout.split('\n').map((l) => l.trim()).filter((l) => /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-[a-z0-9@.-]+) [A-Za-z0-9+/=]+( [^\n]*)?$/.test(l)))]
+  return [
+    ...new Set(
+      result.stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-[a-z0-9@.-]+) [A-Za-z0-9+/=]+( [^\n]*)?$/.test(l)),
+    ),
+  ]
 }
 
 /** The caller's home folder, from the password database (the engine's HOME is root's). */

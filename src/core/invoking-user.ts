@@ -1,6 +1,7 @@
 import {userInfo} from 'node:os'
 
 import {actsForCaller} from './box-config.js'
+import {StateError} from './errors.js'
 
 /** The person who typed the command: under sudo that is SUDO_USER, not root; sessions and keys are theirs. */
 export type InvokingUser = {
@@ -25,4 +26,17 @@ export function invokingUser(env: Readonly<Record<string, string | undefined>> =
     return {uid: sudoUid, gid: Number.isInteger(sudoGid) ? sudoGid : sudoUid, user: env.SUDO_USER, isRoot}
   }
   return {uid, gid, user: userInfo().username, isRoot: uid === 0}
+}
+
+/**
+ * A command whose effect is the whole box's (the shared default image, GPU-wide settings held for a cluster job) is
+ * root's on a shared box: a member reaching the engine for it is refused before anything happens.
+ */
+export function requireRootOnSharedBox(command: string, why: string): void {
+  if (actsForCaller() && !invokingUser().isRoot) {
+    throw new StateError('ROOT_ONLY', `${command} ${why}: on this shared box only root may run it`, {
+      exit: 4,
+      fix: [`ask an admin: sudo gpu-cosplay ${command}`],
+    })
+  }
 }

@@ -104,7 +104,10 @@ function resolveConfig(request: InstallRequest, before: BoxConfig | null): BoxCo
   if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(group)) throw new InputError('BAD_GROUP', `--group ${group}: not a valid group name (e.g. gpu-cosplay)`)
   const stateDir = path.resolve(request.stateDir ?? before?.stateDir ?? SHARED_STATE_DIR)
   const nvidiaSmi = request.nvidiaSmi ?? before?.nvidiaSmi ?? findExecutable('nvidia-smi', process.env)
-  if (!nvidiaSmi) throw new InputError('NO_NVIDIA_SMI', 'no nvidia-smi on root\'s PATH', {fix: ['give its path: gpu-cosplay system install --nvidia-smi /usr/bin/nvidia-smi --yes']})
+  if (!nvidiaSmi)
+    throw new InputError('NO_NVIDIA_SMI', "no nvidia-smi on root's PATH", {
+      fix: ['give its path: gpu-cosplay system install --nvidia-smi /usr/bin/nvidia-smi --yes'],
+    })
   const mpsControl = request.mpsControl ?? before?.mpsControl ?? findExecutable('nvidia-cuda-mps-control', process.env)
   const config: BoxConfig = {
     version: 1,
@@ -128,7 +131,11 @@ function resolveConfig(request: InstallRequest, before: BoxConfig | null): BoxCo
   ] as const) {
     if (file === null) continue
     const why = whyNotRootOnly(file)
-    if (why) throw new StateError('NOT_ROOT_OWNED', `${flag} ${file}: root would run a program others can change: ${why}`, {exit: 4, fix: ['give a program that root alone can write']})
+    if (why)
+      throw new StateError('NOT_ROOT_OWNED', `${flag} ${file}: root would run a program others can change: ${why}`, {
+        exit: 4,
+        fix: ['give a program that root alone can write'],
+      })
     try {
       fs.accessSync(file, fs.constants.X_OK)
     } catch {
@@ -229,17 +236,21 @@ async function writeSudoers(text: string, executor: Executor): Promise<InstallIt
     writeFileSync(candidate, text, {mode: 0o440, flag: 'wx'})
     const checked = await executor.run(['visudo', '-cqf', candidate])
     if (checked.exitCode !== 0) {
-      throw new StateError('SUDOERS_INVALID', `visudo refuses the rule: ${(checked.stderr || checked.stdout).trim().split('\n')[0]}`, {fix: ['is sudo installed? apt-get install sudo']})
+      throw new StateError('SUDOERS_INVALID', `visudo refuses the rule: ${(checked.stderr || checked.stdout).trim().split('\n')[0]}`, {
+        fix: ['is sudo installed? apt-get install sudo'],
+      })
     }
   } finally {
     rmSync(scratch, {recursive: true, force: true})
   }
-  if (!fs.lstatSync(path.dirname(SUDOERS_PATH)).isDirectory()) throw new StateError('NO_SUDOERS_DIR', `${path.dirname(SUDOERS_PATH)} is not a folder`, {fix: ['apt-get install sudo']})
+  if (!fs.lstatSync(path.dirname(SUDOERS_PATH)).isDirectory())
+    throw new StateError('NO_SUDOERS_DIR', `${path.dirname(SUDOERS_PATH)} is not a folder`, {fix: ['apt-get install sudo']})
   return writeIfChanged('sudoers rule', SUDOERS_PATH, text, 0o440)
 }
 
 function assertRoot(command: string): void {
-  if (process.getuid?.() !== 0) throw new StateError('ROOT_ONLY', `${command} changes the box for everyone: only root may run it`, {exit: 4, fix: [`sudo gpu-cosplay ${command} --yes`]})
+  if (process.getuid?.() !== 0)
+    throw new StateError('ROOT_ONLY', `${command} changes the box for everyone: only root may run it`, {exit: 4, fix: [`sudo gpu-cosplay ${command} --yes`]})
 }
 
 function isLink(file: string): boolean {

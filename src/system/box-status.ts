@@ -26,12 +26,23 @@ const REINSTALL = 'sudo gpu-cosplay system install --yes'
 export async function boxStatus(executor: Executor): Promise<BoxStatus> {
   const read = readBoxConfig()
   if (read === null) return {installed: false, healthy: false, config: null, member: null, checks: []}
-  if (!read.ok) return {installed: true, healthy: false, config: null, member: null, checks: [{name: 'configuration', status: 'missing', detail: read.why, fix: [REINSTALL]}]}
+  if (!read.ok)
+    return {
+      installed: true,
+      healthy: false,
+      config: null,
+      member: null,
+      checks: [{name: 'configuration', status: 'missing', detail: read.why, fix: [REINSTALL]}],
+    }
   const config = read.config
   const isRoot = process.getuid?.() === 0
   const checks: BoxCheck[] = [{name: 'configuration', status: 'ok', detail: BOX_CONFIG_FILE, fix: []}]
   const gid = groupId(config.group)
-  checks.push(gid === null ? {name: 'group', status: 'missing', detail: `no group ${config.group}`, fix: [REINSTALL]} : {name: 'group', status: 'ok', detail: `${config.group} (gid ${gid})`, fix: []})
+  checks.push(
+    gid === null
+      ? {name: 'group', status: 'missing', detail: `no group ${config.group}`, fix: [REINSTALL]}
+      : {name: 'group', status: 'ok', detail: `${config.group} (gid ${gid})`, fix: []},
+  )
   checks.push(rootOnly('engine entry point', config.engine))
   checks.push(await sudoersCheck(config, executor, isRoot))
   checks.push(stateDirCheck(config.stateDir))
@@ -39,7 +50,13 @@ export async function boxStatus(executor: Executor): Promise<BoxStatus> {
   if (config.mpsControl !== null) checks.push(rootOnly('MPS control', config.mpsControl))
   checks.push(packageCheck(config.engine))
   const member = isRoot || gid === null ? null : (process.getgroups?.() ?? []).includes(gid)
-  if (member === false) checks.push({name: 'membership', status: 'warn', detail: `you are not in ${config.group}: commands that change the GPU are refused`, fix: [`ask an admin: sudo usermod -aG ${config.group} $USER`]})
+  if (member === false)
+    checks.push({
+      name: 'membership',
+      status: 'warn',
+      detail: `you are not in ${config.group}: commands that change the GPU are refused`,
+      fix: [`ask an admin: sudo usermod -aG ${config.group} $USER`],
+    })
   return {installed: true, healthy: checks.every((c) => c.status !== 'missing'), config, member, checks}
 }
 
@@ -52,11 +69,17 @@ async function sudoersCheck(config: BoxConfig, executor: Executor, isRoot: boole
   const name = 'sudoers rule'
   if (!isRoot) {
     const exists = fs.existsSync(SUDOERS_PATH)
-    return {name, status: exists ? 'ok' : 'missing', detail: exists ? `${SUDOERS_PATH} (its content is root's to read)` : `no ${SUDOERS_PATH}`, fix: exists ? [] : [REINSTALL]}
+    return {
+      name,
+      status: exists ? 'ok' : 'missing',
+      detail: exists ? `${SUDOERS_PATH} (its content is root's to read)` : `no ${SUDOERS_PATH}`,
+      fix: exists ? [] : [REINSTALL],
+    }
   }
   const owned = rootOnly(name, SUDOERS_PATH)
   if (owned.status !== 'ok') return owned
-  if (readTextIfExists(SUDOERS_PATH) !== renderSudoers(config.group, config.engine)) return {name, status: 'missing', detail: `${SUDOERS_PATH} is not the rule gpu-cosplay wrote`, fix: [REINSTALL]}
+  if (readTextIfExists(SUDOERS_PATH) !== renderSudoers(config.group, config.engine))
+    return {name, status: 'missing', detail: `${SUDOERS_PATH} is not the rule gpu-cosplay wrote`, fix: [REINSTALL]}
   const checked = await executor.run(['visudo', '-cqf', SUDOERS_PATH]).catch(() => null)
   if (checked === null || checked.exitCode !== 0) return {name, status: 'missing', detail: `visudo refuses ${SUDOERS_PATH}`, fix: [REINSTALL]}
   return {name, status: 'ok', detail: `${SUDOERS_PATH}: %${config.group} may run ${config.engine}`, fix: []}

@@ -26,7 +26,10 @@ export async function routeThroughEngine(argv: readonly string[], env: Env = pro
   if (env[ENGINE_ENV] === 'caller') {
     if (uid !== 0) return refuse(argv, 'NOT_THROUGH_SUDO', 'the gpu-cosplay engine runs only through sudo', ['run gpu-cosplay as yourself: it asks the engine'])
     const read = readBoxConfig()
-    if (!read?.ok) return refuse(argv, 'BOX_CONFIG_UNTRUSTED', `the box's configuration cannot be used: ${read ? read.why : 'it is missing'}`, ['ask an admin: sudo gpu-cosplay system install --yes'])
+    if (!read?.ok)
+      return refuse(argv, 'BOX_CONFIG_UNTRUSTED', `the box's configuration cannot be used: ${read ? read.why : 'it is missing'}`, [
+        'ask an admin: sudo gpu-cosplay system install --yes',
+      ])
     pinEngineEnvironment(read.config, env)
     return null
   }
@@ -45,7 +48,8 @@ export async function routeThroughEngine(argv: readonly string[], env: Env = pro
     if (read.ok) pinBoxPaths(read.config, env)
     return null
   }
-  if (!read.ok) return refuse(argv, 'BOX_CONFIG_UNTRUSTED', `the box's configuration cannot be used: ${read.why}`, ['ask an admin: sudo gpu-cosplay system install --yes'])
+  if (!read.ok)
+    return refuse(argv, 'BOX_CONFIG_UNTRUSTED', `the box's configuration cannot be used: ${read.why}`, ['ask an admin: sudo gpu-cosplay system install --yes'])
   if (!isMember(read.config.group)) {
     return refuse(argv, 'NOT_IN_GROUP', `only members of the group ${read.config.group} may use gpu-cosplay on this box`, [
       `ask an admin: sudo usermod -aG ${read.config.group} $USER (then log in again)`,
@@ -99,7 +103,11 @@ function runInEngine(config: BoxConfig, argv: readonly string[]): Promise<number
     const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const).map((signal) => [signal, pass(signal)] as const)
     for (const [signal, handler] of handlers) process.on(signal, handler)
     child.on('error', (error) => {
-      resolve(refuse(argv, 'ENGINE_UNREACHABLE', `cannot run the gpu-cosplay engine through sudo: ${error.message}`, ['ask an admin: sudo gpu-cosplay system status']))
+      resolve(
+        refuse(argv, 'ENGINE_UNREACHABLE', `cannot run the gpu-cosplay engine through sudo: ${error.message}`, [
+          'ask an admin: sudo gpu-cosplay system status',
+        ]),
+      )
     })
     child.on('exit', (code, signal) => {
       for (const [name, handler] of handlers) process.off(name, handler)

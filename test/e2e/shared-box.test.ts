@@ -97,9 +97,11 @@ describe('two members share the GPU', () => {
     expect(box.cli('a', ['ssh', names.a, '--', 'true']).exitCode).toBe(0)
   })
 
-  it('B may not reset the GPU nor change the installation', () => {
+  it("B may not reset the GPU, change the installation, rebuild everyone's image nor hold GPU-wide settings", () => {
     for (const args of [
       ['reset', '--host-gpu', '0', '--yes'],
+      ['build', '--base', BASE_IMAGE],
+      ['lease', 'hold', '--holder', 'mine', '--clock-mhz', '1000'],
       ['system', 'install', '--yes'],
       ['system', 'uninstall', '--yes'],
     ]) {
@@ -132,7 +134,13 @@ describe('two members share the GPU', () => {
     const homeB = box.home(MEMBERS.b.user)
     const spy = join(homeB, 'spy.cjs')
     const seen = join('/tmp', `${box.id}-seen`)
-    expect(box.as('b', ['sh', '-c', `printf '%s\\n' "require('fs').appendFileSync('${seen}', process.getuid() + '\\\\n')" > ${spy}; printf '#!/bin/sh\\nid -u >> ${seen}\\n' > ${homeB}/smi; chmod +x ${homeB}/smi`]).exitCode).toBe(0)
+    expect(
+      box.as('b', [
+        'sh',
+        '-c',
+        `printf '%s\\n' "require('fs').appendFileSync('${seen}', process.getuid() + '\\\\n')" > ${spy}; printf '#!/bin/sh\\nid -u >> ${seen}\\n' > ${homeB}/smi; chmod +x ${homeB}/smi`,
+      ]).exitCode,
+    ).toBe(0)
     box.cli('b', ['ps'], {NODE_OPTIONS: `--require ${spy}`})
     box.cli('b', ['status'], {GPU_COSPLAY_NVIDIA_SMI: `${homeB}/smi`})
     const engine = '/usr/local/libexec/gpu-cosplay/engine'
@@ -147,7 +155,14 @@ describe('two members share the GPU', () => {
   })
 
   it("B cannot write anywhere the engine acts, nor read A's key", () => {
-    for (const dir of [STATE_DIR, join(STATE_DIR, 'gpus'), join(STATE_DIR, 'sessions'), join(STATE_DIR, 'users'), '/etc/gpu-cosplay', '/usr/local/libexec/gpu-cosplay']) {
+    for (const dir of [
+      STATE_DIR,
+      join(STATE_DIR, 'gpus'),
+      join(STATE_DIR, 'sessions'),
+      join(STATE_DIR, 'users'),
+      '/etc/gpu-cosplay',
+      '/usr/local/libexec/gpu-cosplay',
+    ]) {
       expect({dir, writable: box.as('b', ['test', '-w', dir]).exitCode === 0}).toEqual({dir, writable: false})
     }
     const keyOfA = join(STATE_DIR, 'users', String(MEMBERS.a.uid), 'ssh', 'id_ed25519')

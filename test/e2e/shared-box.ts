@@ -57,7 +57,20 @@ export class SharedBox {
     symlinkSync(SIM_STATE, join(SIM_DIR, `${this.id}.json`))
     for (const m of Object.values(MEMBERS)) this.makeUser(m.user, m.uid)
     rmSync(STATE_DIR, {recursive: true, force: true})
-    const installed = this.root(['system', 'install', '--group', GROUP, '--state-dir', STATE_DIR, '--nvidia-smi', join(PROGRAMS, 'nvidia-smi'), '--mps-control', join(PROGRAMS, 'nvidia-cuda-mps-control'), '--yes', '--json'])
+    const installed = this.root([
+      'system',
+      'install',
+      '--group',
+      GROUP,
+      '--state-dir',
+      STATE_DIR,
+      '--nvidia-smi',
+      join(PROGRAMS, 'nvidia-smi'),
+      '--mps-control',
+      join(PROGRAMS, 'nvidia-cuda-mps-control'),
+      '--yes',
+      '--json',
+    ])
     if (installed.exitCode !== 0) throw new Error(`system install: ${installed.stdout}${installed.stderr}`)
     for (const m of Object.values(MEMBERS)) must(['usermod', '-aG', GROUP, m.user])
     return JSON.parse(installed.stdout)

@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 
 import type {HoldOutcome} from '../../apply/lease-hold.js'
 import {InputError} from '../../core/errors.js'
+import {requireRootOnSharedBox} from '../../core/invoking-user.js'
 import {BaseCommand} from '../support/base-command.js'
 import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
 import {currentCatalog} from '../support/context.js'
@@ -28,6 +29,7 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
 
   async run(): Promise<LeaseHoldResult> {
     const {flags} = await this.parse(LeaseHold)
+    requireRootOnSharedBox('lease hold', "sets the clock and power limit of every tenant's GPU")
     const remote = await this.forwardToHost(flags.host, renderHold)
     if (remote) return remote.result
     const [{applyContext, cancelOnSignals}, {holdLease, assertHoldInput}] = await Promise.all([

@@ -16,10 +16,7 @@ export default class SystemInstall extends BaseCommand {
 - the engine's entry point (/usr/local/libexec/gpu-cosplay/engine) and one sudoers rule that lets the group run exactly it as root (checked by visudo first).
 
 Members then use every command as before, with no docker group and no sudo rule of their own: a command that touches the GPU, Docker or the state runs in the engine, which knows the caller from sudo and acts only on their sessions. Run it again to change a setting; settings not given are kept. Needs --yes.`
-  static examples = [
-    '<%= config.bin %> system install --yes',
-    '<%= config.bin %> system install --group ml-team --nvidia-smi /usr/bin/nvidia-smi --yes',
-  ]
+  static examples = ['<%= config.bin %> system install --yes', '<%= config.bin %> system install --group ml-team --nvidia-smi /usr/bin/nvidia-smi --yes']
   static flags = {
     group: Flags.string({description: 'the group whose members may use gpu-cosplay (default gpu-cosplay)'}),
     'state-dir': Flags.string({description: 'the state directory, root-owned (default /var/lib/gpu-cosplay)'}),
@@ -35,9 +32,13 @@ Members then use every command as before, with no docker group and no sudo rule 
   async run(): Promise<SystemInstallResult> {
     const {flags} = await this.parse(SystemInstall)
     if (!flags.yes) {
-      throw new InputError('CONFIRMATION_REQUIRED', 'system install adds a group, a sudoers rule, an entry point and /etc/gpu-cosplay, and takes over the state directory', {
-        fix: ['sudo gpu-cosplay system install --yes'],
-      })
+      throw new InputError(
+        'CONFIRMATION_REQUIRED',
+        'system install adds a group, a sudoers rule, an entry point and /etc/gpu-cosplay, and takes over the state directory',
+        {
+          fix: ['sudo gpu-cosplay system install --yes'],
+        },
+      )
     }
     const [{installBox}, {LocalExecutor}] = await Promise.all([import('../../system/box-install.js'), import('../../core/local-executor.js')])
     if (!this.jsonEnabled()) ux.action.start('Installing gpu-cosplay for this box')

@@ -14,7 +14,10 @@ export default class SystemUninstall extends BaseCommand {
 
   async run(): Promise<SystemUninstallResult> {
     const {flags} = await this.parse(SystemUninstall)
-    if (!flags.yes) throw new InputError('CONFIRMATION_REQUIRED', 'system uninstall removes the engine and its sudoers rule', {fix: ['sudo gpu-cosplay system uninstall --yes']})
+    if (!flags.yes)
+      throw new InputError('CONFIRMATION_REQUIRED', 'system uninstall removes the engine and its sudoers rule', {
+        fix: ['sudo gpu-cosplay system uninstall --yes'],
+      })
     const {uninstallBox} = await import('../../system/box-install.js')
     const result = await uninstallBox()
     if (!this.jsonEnabled()) this.log([`removed: ${result.removed.join(', ') || 'nothing'}`, `kept: ${result.kept.join(', ')}`].join('\n'))
