@@ -57,6 +57,8 @@ function jsonShapes(): Record<string, string[]> {
     doctor: keyPaths(runJson(['doctor'], env).json),
     'lease hold': keyPaths(runJson(['lease', 'hold', '--host-gpu', '1', '--clock-mhz', '1395', '--holder', 'snapshot'], env).json),
     'lease release': keyPaths(runJson(['lease', 'release', '--host-gpu', '1', '--holder', 'snapshot'], env).json),
+    // this machine has no `system install`: the shape of "not installed"
+    'system status': keyPaths(runJson(['system', 'status'], env).json),
     error: keyPaths(runJson(['info', 'voodoo5'], env).json),
   }
 }

@@ -8,12 +8,7 @@ export type SystemInstallResult = InstallResult
 
 export default class SystemInstall extends BaseCommand {
   static summary = 'Set this box up for a team: unprivileged users, one root engine that checks who asks'
-  static description = `Run once by root, after installing gpu-cosplay for the whole box (root-owned, e.g. npm install -g of the tarball npm pack makes). It creates:
-
-- the group (default gpu-cosplay) whose members may use gpu-cosplay: add users with usermod -aG;
-- a state directory that root alone writes (default /var/lib/gpu-cosplay; an earlier team set-up's 1777 folder is taken over when no session is up);
-- /etc/gpu-cosplay/config.yaml, root's, which fixes the state directory and the nvidia-smi and MPS control programs for the box;
-- the engine's entry point (/usr/local/libexec/gpu-cosplay/engine) and one sudoers rule that lets the group run exactly it as root (checked by visudo first).
+  static description = `Run once by root, after installing gpu-cosplay for the whole box (root-owned, e.g. npm install -g of the tarball npm pack makes). It creates the group (default gpu-cosplay) whose members may use gpu-cosplay (add users with usermod -aG); a state directory that root alone writes (default /var/lib/gpu-cosplay; an earlier team set-up's 1777 folder is taken over when no session is up); /etc/gpu-cosplay/config.yaml, root's, which fixes the state directory and the nvidia-smi and MPS control programs for the box; and the engine's entry point (/usr/local/libexec/gpu-cosplay/engine) and one sudoers rule that lets the group run exactly it as root (checked by visudo first).
 
 Members then use every command as before, with no docker group and no sudo rule of their own: a command that touches the GPU, Docker or the state runs in the engine, which knows the caller from sudo and acts only on their sessions. Run it again to change a setting; settings not given are kept. Needs --yes.`
   static examples = ['<%= config.bin %> system install --yes', '<%= config.bin %> system install --group ml-team --nvidia-smi /usr/bin/nvidia-smi --yes']
