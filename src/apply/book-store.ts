@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import {isCosplayError} from '../core/errors.js'
+import {isUnsafeFileError, type RefusedFile, refusedFile} from '../core/json-file.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './engine.js'
 import {type BookSession, bookPath, emptyBook, type GpuBook, isLeaseSession, readBook, writeBook} from './gpu-book.js'
@@ -18,14 +19,35 @@ import type {StepContext} from './steps/step.js'
 export type SessionLocation = {readonly session: BookSession; readonly gpuUuid: string; readonly gpuName: string}
 
 export function listBooks(stateDir: string): {file: string; book: GpuBook}[] {
+  return scanBooks(stateDir).books
+}
+
+export type BookScan = {
+  readonly books: {file: string; book: GpuBook}[]
+  /** named like a book but never read: a symlink, not a regular file, or (engine) not root's */
+  readonly refused: RefusedFile[]
+}
+
+/**
+ * Every book, and what was skipped rather than followed: one planted file must not stop everybody's commands (a
+ * command for the GPU it names still fails, in withBook). A real book that is damaged still throws JOURNAL_CORRUPT.
+ */
+export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boolean} = {}): BookScan {
   const dir = path.join(stateDir, 'gpus')
-  if (!fs.existsSync(dir)) return []
-  return fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.json') && !f.startsWith('.'))
-    .sort()
-    .map((f) => path.join(dir, f))
-    .map((file) => ({file, book: readBook(file)!}))
+  const scan: BookScan = {books: [], refused: []}
+  if (!fs.existsSync(dir)) return scan
+  for (const name of fs.readdirSync(dir).sort()) {
+    if (!name.endsWith('.json') || name.startsWith('.')) continue
+    const file = path.join(dir, name)
+    try {
+      const book = readBook(file)
+      if (book) scan.books.push({file, book})
+    } catch (error) {
+      if (isUnsafeFileError(error)) scan.refused.push(refusedFile(error))
+      else if (!(options.skipCorrupt && isCosplayError(error) && error.code === 'JOURNAL_CORRUPT')) throw error
+    }
+  }
+  return scan
 }
 
 /** Every session in every GPU book. */
@@ -138,7 +160,8 @@ function readOrStart(
   try {
     return {book: readBook(file) ?? emptyBook(gpu, bootId), movedAside: null}
   } catch (error) {
-    if (onCorrupt === 'throw' || !isCosplayError(error) || error.code !== 'JOURNAL_CORRUPT') throw error
+    // a symlink or an untrusted file in the book's place is moved aside too (rename moves the link, not its target)
+    if (onCorrupt === 'throw' || !isCosplayError(error) || (error.code !== 'JOURNAL_CORRUPT' && !isUnsafeFileError(error))) throw error
     const movedAside = `${file}.corrupt-${process.pid}`
     fs.renameSync(file, movedAside)
     return {book: emptyBook(gpu, bootId), movedAside}

@@ -1,6 +1,8 @@
 import fs from 'node:fs'
 import os from 'node:os'
+import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
 import {isProcessGone} from '../core/process-gone.js'
+import {statePolicy} from '../core/state-policy.js'
 
 /**
  * Who holds a GPU lock, so that a waiter can take over at once from a holder that died on this host instead of
@@ -32,7 +34,8 @@ type DirIdentity = {readonly ino: string; readonly birthtimeNs: string; readonly
 
 function identity(dir: string): DirIdentity | null {
   try {
-    const s = fs.statSync(dir, {bigint: true})
+    const s = fs.lstatSync(dir, {bigint: true})
+    if (!s.isDirectory()) return null
     return {ino: String(s.ino), birthtimeNs: String(s.birthtimeNs), mtimeMs: Number(s.mtimeMs)}
   } catch {
     return null
@@ -44,19 +47,16 @@ export function recordOwner(lockPath: string): void {
   const id = identity(lockPath)
   if (!id || id.birthtimeNs === '0') return // no birth time on this file system: the mtime rule alone applies
   const owner: LockOwner = {pid: process.pid, hostname: os.hostname(), ino: id.ino, birthtimeNs: id.birthtimeNs}
-  const tmp = `${ownerPath(lockPath)}.${process.pid}.tmp`
   try {
-    fs.writeFileSync(tmp, JSON.stringify(owner))
-    fs.renameSync(tmp, ownerPath(lockPath))
+    writeTextAtomic(ownerPath(lockPath), JSON.stringify(owner), 0o644)
   } catch {
     // Without a record waiters fall back to the mtime rule: slower, never wrong.
-    fs.rmSync(tmp, {force: true})
   }
 }
 
 function readOwner(lockPath: string): LockOwner | null {
   try {
-    const o = JSON.parse(fs.readFileSync(ownerPath(lockPath), 'utf8'))
+    const o = JSON.parse(readTextIfExists(ownerPath(lockPath), {owner: statePolicy().trustedOwner}) ?? 'null')
     if (typeof o?.pid !== 'number' || typeof o.hostname !== 'string' || typeof o.ino !== 'string' || typeof o.birthtimeNs !== 'string') return null
     return o as LockOwner
   } catch {

@@ -2,6 +2,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import {InputError} from '../core/errors.js'
+import {isUnsafeFileError, readTextIfExists, type RefusedFile, refusedFile} from '../core/json-file.js'
+import {statePolicy} from '../core/state-policy.js'
 
 const NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/
 
@@ -23,13 +25,26 @@ function namePath(stateDir: string, name: string): string {
  * cannot both take it. The GPU book stays the source of truth for what the session did.
  */
 export function reserveName(stateDir: string, name: string, claim: {gpuUuid: string; pid: number; hostname: string}): boolean {
+  const file = namePath(stateDir, name)
+  const {O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW} = fs.constants
+  let fd: number
   try {
-    fs.writeFileSync(namePath(stateDir, name), `${JSON.stringify({version: 1, name, ...claim})}\n`, {flag: 'wx', mode: 0o666})
-    return true
+    // O_EXCL: anything already there, a symlink included, is someone's claim and is never opened
+    fd = fs.openSync(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false
     throw error
   }
+  try {
+    fs.fchmodSync(fd, 0o644) // only ever created and removed (which the folder's mode governs), never rewritten
+    fs.writeSync(fd, `${JSON.stringify({version: 1, name, ...claim})}\n`)
+  } catch (error) {
+    fs.closeSync(fd)
+    fs.rmSync(file, {force: true})
+    throw error
+  }
+  fs.closeSync(fd)
+  return true
 }
 
 export function releaseName(stateDir: string, name: string): void {
@@ -39,17 +54,29 @@ export function releaseName(stateDir: string, name: string): void {
 export type NameClaim = {name: string; gpuUuid: string; pid: number; hostname: string}
 
 export function readClaims(stateDir: string): NameClaim[] {
+  return scanClaims(stateDir).claims
+}
+
+/**
+ * The name claims, and what was skipped rather than followed: a symlink, not a regular file, or (engine) a file
+ * root did not write is never read.
+ */
+export function scanClaims(stateDir: string): {claims: NameClaim[]; refused: RefusedFile[]} {
   const dir = path.join(stateDir, 'sessions')
   const claims: NameClaim[] = []
+  const refused: RefusedFile[] = []
+  const owner = statePolicy().trustedOwner
   for (const file of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-    if (!file.endsWith('.json')) continue
+    if (!file.endsWith('.json') || file.startsWith('.')) continue
     try {
-      claims.push(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as NameClaim)
-    } catch {
+      const text = readTextIfExists(path.join(dir, file), {owner})
+      if (text !== null) claims.push(JSON.parse(text) as NameClaim)
+    } catch (error) {
+      if (isUnsafeFileError(error)) refused.push(refusedFile(error))
       // A claim is a hint; a damaged one is the same as none (the book holds the truth).
     }
   }
-  return claims
+  return {claims, refused}
 }
 
 /** The first free `<user>-<target>`, `<user>-<target>-2`, ... */

@@ -2,9 +2,13 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import {StateError} from '../core/errors.js'
+import {isUnsafeFileError} from '../core/json-file.js'
 import {HOST_ENV, SHARED_STATE_DIR} from '../core/names.js'
+import {ensureDirMode, settleDir} from '../core/settle-dir.js'
+import {statePolicy} from '../core/state-policy.js'
 
 export {SHARED_STATE_DIR}
+export {statePolicy}
 
 export type StateDir = {
   readonly dir: string
@@ -16,6 +20,10 @@ export type StateDir = {
 /** GPU_COSPLAY_STATE_DIR, else the shared folder, else a per-user folder with a warning. Creates what is missing. */
 export function resolveStateDir(env: Readonly<Record<string, string | undefined>>, homeDir: string): StateDir {
   const explicit = env[HOST_ENV.stateDir]
+  if (explicit && statePolicy().engine) {
+    ensureEngineStateDir(explicit)
+    return {dir: explicit, isShared: true, warning: null}
+  }
   if (explicit) {
     ensureWritable(explicit, false)
     return {dir: explicit, isShared: true, warning: null}
@@ -67,35 +75,53 @@ function isWritableDir(dir: string): boolean {
 function ensureWritable(dir: string, shared: boolean): void {
   try {
     if (!fs.existsSync(dir)) {
-      fs.mkdirSync(dir, {recursive: true})
+      fs.mkdirSync(path.dirname(dir), {recursive: true})
       // Teammates must be able to update the same GPU's book; the tool, not file modes, enforces ownership.
-      if (shared) fs.chmodSync(dir, 0o1777)
+      if (shared) settleDir(dir, {create: true}, ({chmod}) => chmod(0o1777))
+      else fs.mkdirSync(dir, {recursive: true})
     }
     for (const sub of ['gpus', 'sessions']) {
       const subDir = path.join(dir, sub)
-      if (!fs.existsSync(subDir)) {
-        fs.mkdirSync(subDir)
-        fs.chmodSync(subDir, 0o777)
-      }
-    }
-    for (const sub of ['gpus', 'sessions']) {
-      const subDir = path.join(dir, sub)
-      if (!fs.statSync(subDir).isDirectory()) throw Object.assign(new Error(`${subDir} is not a folder`), {notAFolder: true})
+      // a symlink planted in a sub-folder's place is never followed (a root run would write where it points)
+      settleDir(subDir, {create: true}, ({created, chmod}) => {
+        if (created) chmod(0o777)
+      })
       fs.accessSync(subDir, fs.constants.W_OK)
     }
   } catch (error) {
-    if ((error as {notAFolder?: boolean}).notAFolder) {
-      throw new StateError('STATE_DIR_DAMAGED', `state directory ${dir} is damaged: ${(error as Error).message}`, {
-        cause: error,
-        fix: [`move the file away (its gpus/ and sessions/ must be folders), e.g. mv ${dir}/gpus ${dir}/gpus.bad`],
-      })
-    }
-    throw new StateError('STATE_DIR_NOT_WRITABLE', `state directory ${dir} is not writable (${(error as NodeJS.ErrnoException).code ?? 'error'})`, {
+    throw stateDirError(dir, error)
+  }
+}
+
+/**
+ * The engine's state directory (GPU_COSPLAY_STATE_DIR, pinned from the box's configuration): root's alone, 0755, with
+ * gpus/, sessions/ and users/ the same. One left by an un-installed team set-up (a user's, or 1777) is taken over,
+ * once it is known to be a real folder and not a symlink; files in it keep their owners and are trusted only when
+ * root's (statePolicy).
+ */
+function ensureEngineStateDir(dir: string): void {
+  try {
+    fs.mkdirSync(path.dirname(dir), {recursive: true})
+    for (const folder of [dir, ...['gpus', 'sessions', 'users'].map((sub) => path.join(dir, sub))]) ensureDirMode(folder, 0o755, ROOT)
+  } catch (error) {
+    throw stateDirError(dir, error)
+  }
+}
+
+const ROOT = {uid: 0, gid: 0}
+
+function stateDirError(dir: string, error: unknown): StateError {
+  if (isUnsafeFileError(error)) {
+    return new StateError('STATE_DIR_DAMAGED', `state directory ${dir} is damaged: ${error.message}`, {
       cause: error,
-      exit: 4,
-      fix: [`make it writable for your team (e.g. sudo mkdir -p ${dir} && sudo chmod 1777 ${dir})`, `or set ${HOST_ENV.stateDir} to a folder you can write`],
+      fix: [`move it away (its gpus/ and sessions/ must be folders), e.g. mv ${error.file} ${error.file}.bad`],
     })
   }
+  return new StateError('STATE_DIR_NOT_WRITABLE', `state directory ${dir} is not writable (${(error as NodeJS.ErrnoException).code ?? 'error'})`, {
+    cause: error,
+    exit: 4,
+    fix: [`make it writable for your team (e.g. sudo mkdir -p ${dir} && sudo chmod 1777 ${dir})`, `or set ${HOST_ENV.stateDir} to a folder you can write`],
+  })
 }
 
 export function userDirOf(stateDir: string, uid: number): string {
@@ -103,9 +129,11 @@ export function userDirOf(stateDir: string, uid: number): string {
 }
 
 /**
- * `<state>/users/<uid>`: a user's own folder (0700) in the team's shared state directory, for their ssh key and
- * their sessions' MPS pipes. `<state>/users/` itself is shared like the state directory: 1777, so everyone can
- * make their folder there and nobody can remove another's. Created as the owner when we run as root (sudo).
+ * `<state>/users/<uid>`: a user's own folder in the team's shared state directory, for their ssh key and their
+ * sessions' MPS pipes. `<state>/users/` itself is shared like the state directory: 1777, so everyone can make their
+ * folder there and nobody can remove another's; the user's folder is theirs (0700), made as its owner when we run as
+ * root (sudo). In the engine both are root's: users/ 0755 and users/<uid> 0711 (the engine's own files for that user
+ * sit there, 0600; what the user's processes need is a folder inside, given to them by ensurePrivateDir).
  */
 export function ensureUserDir(stateDir: string, owner: {readonly uid: number; readonly gid: number}): string {
   const mine = userDirOf(stateDir, owner.uid)
@@ -114,54 +142,86 @@ export function ensureUserDir(stateDir: string, owner: {readonly uid: number; re
   return mine
 }
 
-/** A folder of the user's own under theirs (0700), e.g. one session's MPS pipe directory. */
+/**
+ * A folder of the user's own (0700), e.g. one session's MPS pipe directory: made or opened without following a
+ * symlink in its place (refused: STATE_DIR_DAMAGED), then given to them on the descriptor. In the engine a user's
+ * top folder (users/<uid>) stays root's 0711 instead: see ensureUserDir.
+ */
 export function ensurePrivateDir(dir: string, owner: {readonly uid: number; readonly gid: number}): void {
+  if (statePolicy().engine && isEngineUserDir(dir)) {
+    guarded(dir, () => ensureDirMode(dir, 0o711, ROOT))
+    return
+  }
+  guarded(dir, () =>
+    settleDir(dir, {create: true}, ({info, chmod, chown}) => {
+      if (info.uid !== owner.uid) {
+        if (process.getuid?.() !== 0) {
+          throw new StateError('STATE_DIR_NOT_OWNED', `${dir} belongs to uid ${info.uid}, not to you (uid ${owner.uid})`, {
+            exit: 4,
+            fix: [`sudo chown ${owner.uid}:${owner.gid} ${dir}`],
+          })
+        }
+        chown(owner.uid, owner.gid)
+      }
+      if ((info.mode & 0o7777) !== 0o700) chmod(0o700)
+    }),
+  )
+}
+
+/**
+ * A folder that holds a user's private folders (their sessions' MPS folders): in the engine root's 0711, so that the
+ * user cannot swap a folder root is about to work in for a symlink; elsewhere the user's own (ensurePrivateDir).
+ */
+export function ensureHolderDir(dir: string, owner: {readonly uid: number; readonly gid: number}): void {
+  if (statePolicy().engine) guarded(dir, () => ensureDirMode(dir, 0o711, ROOT))
+  else ensurePrivateDir(dir, owner)
+}
+
+/** `<engine state dir>/users/<uid>` */
+function isEngineUserDir(dir: string): boolean {
+  const stateDir = process.env[HOST_ENV.stateDir]
+  const full = path.resolve(dir)
+  return stateDir !== undefined && /^\d+$/.test(path.basename(full)) && path.dirname(full) === path.join(path.resolve(stateDir), 'users')
+}
+
+/** A symlink or a non-folder where a folder of ours should be: refused with the state directory's error. */
+function guarded<T>(dir: string, fn: () => T): T {
   try {
-    fs.mkdirSync(dir, {mode: 0o700})
+    return fn()
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    if (!isUnsafeFileError(error)) throw error
+    throw new StateError('STATE_DIR_DAMAGED', error.message, {cause: error, fix: [`move it away: mv ${dir} ${dir}.bad`]})
   }
-  const info = fs.statSync(dir)
-  if (!info.isDirectory()) throw new StateError('STATE_DIR_DAMAGED', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
-  if (info.uid !== owner.uid) {
-    if (process.getuid?.() !== 0) {
-      throw new StateError('STATE_DIR_NOT_OWNED', `${dir} belongs to uid ${info.uid}, not to you (uid ${owner.uid})`, {
-        exit: 4,
-        fix: [`sudo chown ${owner.uid}:${owner.gid} ${dir}`],
-      })
-    }
-    fs.chownSync(dir, owner.uid, owner.gid)
-  }
-  if ((info.mode & 0o777) !== 0o700) fs.chmodSync(dir, 0o700)
 }
 
 /**
  * A folder every user of the box creates their own folder in (1777, like /tmp). Missing: created unless
- * `create` is false. A private one left by an older version is opened up when it is ours (or we are root).
+ * `create` is false. A private one left by an older version is opened up when it is ours (or we are root). In the
+ * engine nobody but root writes there: root's 0755.
  */
 export function ensureSharedDir(dir: string, options: {create: boolean} = {create: true}): void {
-  if (!fs.existsSync(dir)) {
-    if (!options.create) return
-    fs.mkdirSync(path.dirname(dir), {recursive: true})
-    try {
-      fs.mkdirSync(dir)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    }
-  }
-  const info = fs.statSync(dir)
-  if ((info.mode & 0o7777) === 0o1777) return
-  const uid = process.getuid?.() ?? -1
-  if (info.uid === uid || uid === 0) {
-    fs.chmodSync(dir, 0o1777) // a new folder too: mkdir's mode is cut by the umask
+  if (!fs.existsSync(dir) && !options.create) return
+  fs.mkdirSync(path.dirname(dir), {recursive: true})
+  if (statePolicy().engine) {
+    guarded(dir, () => ensureDirMode(dir, 0o755, ROOT))
     return
   }
-  throw new StateError(
-    'STATE_DIR_NOT_SHARED',
-    `${dir} is private to uid ${info.uid} (mode ${(info.mode & 0o7777).toString(8)}), so other users cannot keep their keys and MPS pipes there`,
-    {
-      exit: 4,
-      fix: [`sudo chmod 1777 ${dir}`],
-    },
+  guarded(dir, () =>
+    settleDir(dir, {create: true}, ({info, chmod}) => {
+      if ((info.mode & 0o7777) === 0o1777) return
+      const uid = process.getuid?.() ?? -1
+      if (info.uid === uid || uid === 0) {
+        chmod(0o1777) // a new folder too: mkdir's mode is cut by the umask
+        return
+      }
+      throw new StateError(
+        'STATE_DIR_NOT_SHARED',
+        `${dir} is private to uid ${info.uid} (mode ${(info.mode & 0o7777).toString(8)}), so other users cannot keep their keys and MPS pipes there`,
+        {
+          exit: 4,
+          fix: [`sudo chmod 1777 ${dir}`],
+        },
+      )
+    }),
   )
 }

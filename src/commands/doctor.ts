@@ -5,6 +5,7 @@ import {dirname, resolve} from 'node:path'
 import {matchHostModel} from '../catalog/resolve-target.js'
 import type {Catalog, MigProfileBase} from '../catalog/types.js'
 import {isCosplayError} from '../core/errors.js'
+import type {RefusedFile} from '../core/json-file.js'
 import {findExecutable} from '../core/find-executable.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {HOST_ENV} from '../core/names.js'
@@ -150,8 +151,27 @@ async function stateDirCheck(): Promise<DoctorCheck> {
   } catch {
     return {name, status: 'missing', detail: `${dir.dir} is not writable for you`, fix}
   }
+  const refused = await refusedStateFiles(dir.dir)
+  if (refused.length > 0) {
+    return {
+      name,
+      status: 'warn',
+      detail: `${dir.dir}: ${refused.map((f) => f.message).join('; ')}`,
+      fix: refused.map((f) => `inspect and move it away: ls -la ${f.file}; mv ${f.file} ${f.file}.bad`),
+    }
+  }
   if (!dir.isShared) return {name, status: 'warn', detail: `${dir.dir} is yours alone: other users' sessions on these GPUs are not visible`, fix}
   return {name, status: 'ok', detail: `${dir.dir} (shared)`, fix: []}
+}
+
+/** Files named like a book or a name claim that every command skips rather than follow or trust (a planted symlink...). */
+async function refusedStateFiles(stateDir: string): Promise<RefusedFile[]> {
+  const [{scanBooks}, {scanClaims}] = await Promise.all([import('../apply/book-store.js'), import('../apply/session-names.js')])
+  try {
+    return [...scanBooks(stateDir, {skipCorrupt: true}).refused, ...scanClaims(stateDir).refused]
+  } catch {
+    return [] // an unreadable folder: the checks above say so
+  }
 }
 
 /** Whether `dir` could be made: its nearest existing ancestor is a folder we can write to. */

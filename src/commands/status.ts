@@ -57,13 +57,17 @@ function gpuLines(s: HostView): string[] {
   ])
 }
 
-/** what is wrong or worth knowing beyond the GPUs: Docker unreachable, orphan containers, an unshared state folder */
+/**
+ * what is wrong or worth knowing beyond the GPUs: Docker unreachable, orphan containers, files in the state folder
+ * that were not trusted, an unshared state folder
+ */
 function noteLines(s: HostView): string[] {
   return [
     ...(s.containers.reachable ? [] : [`containers: Docker not reachable (${s.containers.reason})`]),
     ...s.containers.orphans.map(
       (c) => `ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`,
     ),
+    ...(s.refusedFiles ?? []).map((f) => `REFUSED ${f.message}; whoever planted it may want to redirect gpu-cosplay: mv ${f.file} ${f.file}.bad`),
     ...(s.sharedStateDir ? [] : [`note: state is kept in ${s.stateDir}, not shared with other users`]),
   ]
 }

@@ -5,6 +5,8 @@ import {z} from 'zod'
 
 import {StateError} from '../core/errors.js'
 import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'
+import {settleDir} from '../core/settle-dir.js'
+import {statePolicy} from '../core/state-policy.js'
 import {sampleSpread} from './perf-measurement.js'
 
 /**
@@ -51,7 +53,7 @@ export function calibrationFile(stateDir: string, model: string, driver: string)
  */
 export function readCalibration(stateDir: string, model: string, driver: string): {file: string; calibration: Calibration} | null {
   const file = calibrationFile(stateDir, model, driver)
-  const read = readJsonFile(file, calibrationSchema)
+  const read = readJsonFile(file, calibrationSchema, {owner: statePolicy().trustedOwner})
   if (read === null) {
     const other = otherDriverFiles(stateDir, model, driver)[0]
     if (other) throw stale(other, `was taken under another driver than this host's ${driver}`)
@@ -67,11 +69,13 @@ export function readCalibration(stateDir: string, model: string, driver: string)
 /** Writes atomically and removes this model's calibrations from other drivers, which no longer apply. */
 export function writeCalibration(stateDir: string, calibration: Calibration): string {
   const dir = calibrationDir(stateDir)
-  if (!fs.existsSync(dir)) {
-    fs.mkdirSync(dir, {recursive: true})
-    // shared like the rest of the state directory: any user may recalibrate after a driver update
-    fs.chmodSync(dir, 0o777)
-  }
+  fs.mkdirSync(stateDir, {recursive: true})
+  const policy = statePolicy()
+  // shared like gpus/ (any user may recalibrate after a driver update), or root's in the engine; never a symlink
+  settleDir(dir, {create: true}, ({info, created, chmod, chown}) => {
+    if (policy.engine && info.uid !== 0) chown(0, 0)
+    if (created || (policy.engine && (info.mode & 0o7777) !== policy.sharedFolderMode)) chmod(policy.sharedFolderMode)
+  })
   const file = calibrationFile(stateDir, calibration.gpu.model, calibration.driver)
   writeJsonAtomic(file, calibrationSchema.parse(calibration))
   for (const old of otherDriverFiles(stateDir, calibration.gpu.model, calibration.driver)) fs.rmSync(old, {force: true})

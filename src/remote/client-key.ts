@@ -9,6 +9,7 @@ import {hostname} from 'node:os'
 import {join} from 'node:path'
 
 import {loadOrCreateKeyPair} from '../container/ssh-keys.js'
+import {settleDir} from '../core/settle-dir.js'
 import {RemoteError} from './remote-error.js'
 
 export type ClientKey = {
@@ -24,14 +25,35 @@ export function clientKeyDir(sshDir: string): string {
   return join(sshDir, 'gpu-cosplay')
 }
 
+/**
+ * ~/.ssh/gpu-cosplay, made 0700 when missing. A symlink or a file in its place, or a folder of someone else's, is
+ * refused (UnsafeFileError, RemoteError): keys and host entries are never written where another user could read or
+ * swap them. ~/.ssh itself may be a symlink (a dotfiles set-up).
+ */
+export function ensureClientKeyDir(sshDir: string): string {
+  const dir = clientKeyDir(sshDir)
+  mkdirSync(sshDir, {recursive: true, mode: 0o700})
+  settleDir(dir, {create: true}, ({info, created, chmod}) => {
+    const uid = process.getuid?.()
+    if (uid !== undefined && info.uid !== uid) {
+      throw new RemoteError('CLIENT_KEY_UNAVAILABLE', `${dir} belongs to uid ${info.uid}, not to you (uid ${uid})`, {
+        fix: [`move it away: mv ${dir} ${dir}.bad`],
+      })
+    }
+    if (created) chmod(0o700)
+  })
+  return dir
+}
+
 export function loadOrCreateClientKey(sshDir: string): ClientKey {
   const dir = clientKeyDir(sshDir)
   const path = join(dir, 'client_ed25519')
   try {
-    mkdirSync(dir, {recursive: true, mode: 0o700})
+    ensureClientKeyDir(sshDir)
     const {privateKey, publicKey} = loadOrCreateKeyPair(path, {comment: `gpu-cosplay client ${hostname()}`})
     return {privateKey, privateKeyPath: path, publicKey}
   } catch (error) {
+    if (error instanceof RemoteError) throw error
     throw new RemoteError('CLIENT_KEY_UNAVAILABLE', `cannot create or read the client ssh key ${path}`, {
       fix: [`check the permissions of ${dir}`],
       cause: error,

@@ -34,7 +34,7 @@ export function hostsFilePath(env: NodeJS.ProcessEnv, home: string): string {
 export function readHostsFile(path: string): HostsFile {
   let text: string | null
   try {
-    text = readTextIfExists(path)
+    text = readTextIfExists(path, {followSymlinks: true}) // the user's own config (a dotfiles symlink is fine)
   } catch (error) {
     throw new RemoteError('BAD_HOSTS_FILE', `cannot read ${path}: ${(error as Error).message}`, {exit: 2, cause: error})
   }

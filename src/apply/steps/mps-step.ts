@@ -4,7 +4,7 @@ import path from 'node:path'
 
 import type {MpsControl, MpsDirectories, MpsRunAs} from '../../host/mps.js'
 import type {MpsShaping} from '../../plan/types.js'
-import {ensurePrivateDir, ensureUserDir} from '../state-dir.js'
+import {ensureHolderDir, ensurePrivateDir, ensureUserDir} from '../state-dir.js'
 import type {Json, PlannedStep, StepImpl} from './step.js'
 
 /**
@@ -85,7 +85,7 @@ export function mpsStepFor(
   runAsOwner: boolean,
 ): PlannedStep {
   const base = path.join(ensureUserDir(stateDir, owner), 'mps')
-  ensurePrivateDir(base, owner)
+  ensureHolderDir(base, owner)
   const dir = path.join(base, createHash('sha256').update(session).digest('hex').slice(0, 10))
   const params: StartMpsParams & Json = {
     pipeDirectory: path.join(dir, 'pipe'),

@@ -1,7 +1,7 @@
-import {mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {readTextIfExists, writeTextAtomic} from '../../core/json-file.js'
+import {ensureClientKeyDir} from '../../remote/client-key.js'
 
 export type InstalledSshConfig = {
   /** the session's own file, rewritten on every install: a new port replaces the old one */
@@ -19,16 +19,17 @@ export type InstalledSshConfig = {
  * only apply inside that block. The path is absolute so that `ssh -F FILE` finds it too.
  */
 export function installSshConfig(sshDir: string, session: string, entry: string): InstalledSshConfig {
-  const folder = join(sshDir, 'gpu-cosplay')
-  mkdirSync(folder, {recursive: true, mode: 0o700})
+  const folder = ensureClientKeyDir(sshDir)
   const entryFile = join(folder, `${session}.conf`)
   // ssh refuses a config that others may write
   writeTextAtomic(entryFile, `# written by gpu-cosplay ssh-config --install; rewritten on the next install\n${entry}\n`, 0o600)
 
   const configFile = join(sshDir, 'config')
   const include = `Include ${join(folder, '*.conf')}`
-  const current = readTextIfExists(configFile) ?? ''
+  // the user's own files: ~/.ssh (and their config) may be symlinks of a dotfiles set-up
+  const current = readTextIfExists(configFile, {followSymlinks: true}) ?? ''
   const includeAdded = !current.split('\n').some((line) => line.trim() === include)
-  if (includeAdded) writeTextAtomic(configFile, `${include}\n${current.length > 0 && !current.startsWith('\n') ? '\n' : ''}${current}`, 0o600)
+  if (includeAdded)
+    writeTextAtomic(configFile, `${include}\n${current.length > 0 && !current.startsWith('\n') ? '\n' : ''}${current}`, 0o600, {folderMayBeLink: true})
   return {entryFile, configFile, includeAdded}
 }

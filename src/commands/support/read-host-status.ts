@@ -2,9 +2,11 @@ import {homedir} from 'node:os'
 
 import {hostStatus, type HostStatus, type SessionSummary} from '../../apply/host-status.js'
 import {resolveStateDir} from '../../apply/state-dir.js'
-import {listBooks} from '../../apply/book-store.js'
+import {scanBooks} from '../../apply/book-store.js'
+import {scanClaims} from '../../apply/session-names.js'
 import type {ContainerState, ContainerStates} from '../../container/container-states.js'
 import {isCosplayError} from '../../core/errors.js'
+import type {RefusedFile} from '../../core/json-file.js'
 import {probeHost} from '../../host/probe.js'
 import {describeFailure, escapeFailure, type Failure} from './base-command.js'
 import {localSmi} from './context.js'
@@ -33,6 +35,11 @@ export type HostView = Omit<HostStatus, 'sessions'> & {
     /** containers labelled as a gpu-cosplay session that no session record owns */
     orphans: (ContainerState & {session: string})[]
   }
+  /**
+   * files in gpus/ and sessions/ named like a book or a name claim that were skipped, never followed or read: a
+   * symlink, not a regular file, or (on an installed box) not root's. Absent from a box of an older version.
+   */
+  refusedFiles?: RefusedFile[]
 }
 
 /**
@@ -42,7 +49,9 @@ export type HostView = Omit<HostStatus, 'sessions'> & {
 export async function readHostStatus(options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
   const stateDir = resolveStateDir(process.env, homedir())
   let probeFailure: Failure | undefined
-  const books = listBooks(stateDir.dir).map((b) => b.book)
+  const scan = scanBooks(stateDir.dir)
+  const books = scan.books.map((b) => b.book)
+  const refusedFiles = [...scan.refused, ...scanClaims(stateDir.dir).refused]
   const recorded = books.flatMap((book) => Object.values(book.sessions))
   const askDocker = options.orphans || recorded.some((s) => s.container)
   const [probe, containers] = await Promise.all([
@@ -76,5 +85,6 @@ export async function readHostStatus(options: {readonly orphans: boolean} = {orp
         .filter(([name]) => !known.has(name))
         .map(([session, c]) => ({...c, session})),
     },
+    refusedFiles,
   }
 }

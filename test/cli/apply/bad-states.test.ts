@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process'
-import {chmodSync, existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {cleanupTemps, runCli, runJson, Sim, tempDir} from '../support/run-cli.js'
@@ -96,6 +96,29 @@ describe('bad input and bad states leave the GPU untouched', () => {
     expect(reset.json.mode).toBe('driver-defaults')
     expect(existsSync(reset.json.movedAside)).toBe(true)
   }, 30_000)
+
+  it('a symlink planted at another GPU’s book: skipped and reported, never followed; only that GPU fails', () => {
+    const sim = Sim.create('h200', 2)
+    const env = sim.env()
+    expect(runCli(['up', 't4', '--no-container', '--name', 'a'], env).exitCode).toBe(0)
+    const shadow = join(tempDir(), 'shadow') // stands for /etc/shadow
+    writeFileSync(shadow, 'root:secret\n', {mode: 0o600})
+    const planted = join(env.GPU_COSPLAY_STATE_DIR!, 'gpus', `${sim.state().gpus[1].uuid}.json`)
+    symlinkSync(shadow, planted)
+    const status = runJson(['status'], env)
+    expect(status.exitCode).toBe(0)
+    expect(status.json.sessions.map((s: {name: string}) => s.name)).toEqual(['a'])
+    expect(status.json.refusedFiles).toEqual([expect.objectContaining({file: planted, reason: 'symlink'})])
+    expect(runCli(['status'], env).stdout).toMatch(/REFUSED .*is a symlink/)
+    const doctor = runJson<{checks: {name: string; status: string}[]}>(['doctor'], env)
+    expect(doctor.json.checks.find((c) => c.name === 'state directory')?.status).toBe('warn')
+    const other = runJson(['up', 't4', '--no-container', '--host-gpu', '1'], env)
+    expect({exit: other.exitCode, code: other.json.error?.code}).toEqual({exit: 3, code: 'UNSAFE_STATE_FILE'})
+    expect(runCli(['down', 'a'], env).exitCode).toBe(0)
+    expect(readFileSync(shadow, 'utf8')).toBe('root:secret\n')
+    expect(statSync(shadow).mode & 0o7777).toBe(0o600)
+    expect(lstatSync(planted).isSymbolicLink()).toBe(true)
+  }, 60_000)
 
   it('state directory not writable', () => {
     const sim = Sim.create('h200', 1)
