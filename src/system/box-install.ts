@@ -160,55 +160,52 @@ async function ensureGroup(group: string, executor: Executor): Promise<InstallIt
 }
 
 /**
- * The state directory becomes root's alone: 0755 folders, 0644 files. One left by the earlier team set-up (1777,
- * books 0666) is taken over when no session is up: links and lock folders anyone could have planted are removed,
- * users' own folders (keys they made) are moved aside, never followed.
+ * The state directory becomes root's alone (0755). One left by the earlier team set-up (1777, books 0666 that anyone
+ * could have rewritten) is taken over only when no session is up in it, and nothing in it is trusted: its contents are
+ * moved aside, whole, into a root-only folder (renames never follow a link), and the engine starts on empty books.
  */
 function takeOverStateDir(dir: string, notes: string[]): InstallItem[] {
   const existed = fs.existsSync(dir) || isLink(dir)
+  let action: InstallItem['action'] = existed ? 'unchanged' : 'created'
   if (existed) {
     const info = fs.lstatSync(dir)
     if (!info.isDirectory()) throw new StateError('STATE_DIR_DAMAGED', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
-    const shared = (info.mode & 0o002) !== 0 || info.uid !== 0
-    if (shared) {
+    if (!isRootsStateDir(dir)) {
       const up = listSessions(dir)
       if (up.length > 0) {
         throw new StateError('SESSIONS_UP', `${dir} is the team's shared state directory and ${up.length} session(s) are up in it`, {
           fix: ['end them first (gpu-cosplay ps; gpu-cosplay down --all, as each user or as root), then install'],
         })
       }
+      const entries = fs.readdirSync(dir).filter((e) => !e.startsWith('legacy-'))
+      if (entries.length > 0) {
+        const aside = path.join(dir, `legacy-${new Date().toISOString().replace(/[:.]/g, '-')}`)
+        fs.mkdirSync(aside, {mode: 0o700})
+        for (const entry of entries) fs.renameSync(path.join(dir, entry), path.join(aside, entry))
+        notes.push(`moved the earlier set-up's state (${entries.join(', ')}) to ${aside}, root's only: anyone could have written it`)
+      }
+      action = 'updated'
     }
   }
   ensureRootDir(dir)
-  for (const sub of ['gpus', 'sessions', 'calibrations']) {
+  for (const sub of ['gpus', 'sessions', 'users', 'calibrations']) ensureRootDir(path.join(dir, sub))
+  return [{what: 'state directory', path: dir, action}]
+}
+
+/** The engine's own layout: the folder, its books and claims, and users/ are root's and written by root alone. */
+function isRootsStateDir(dir: string): boolean {
+  const rootOnly = (file: string) => {
+    const info = fs.lstatSync(file)
+    return info.uid === 0 && !info.isSymbolicLink() && (info.mode & 0o022) === 0
+  }
+  if (!rootOnly(dir)) return false
+  for (const sub of ['gpus', 'sessions', 'users']) {
     const subDir = path.join(dir, sub)
-    ensureRootDir(subDir)
-    for (const entry of fs.readdirSync(subDir)) {
-      const file = path.join(subDir, entry)
-      const info = fs.lstatSync(file)
-      if (info.isFile()) {
-        if (info.uid !== 0 || info.gid !== 0) fs.lchownSync(file, 0, 0)
-        if ((info.mode & 0o7777) !== 0o644) fs.chmodSync(file, 0o644)
-      } else {
-        fs.rmSync(file, {recursive: true, force: true})
-        notes.push(`removed ${file} (${info.isSymbolicLink() ? 'a symlink' : 'not a file'})`)
-      }
-    }
+    if (!fs.existsSync(subDir) && !isLink(subDir)) continue
+    if (!rootOnly(subDir) || !fs.lstatSync(subDir).isDirectory()) return false
+    if (sub !== 'users' && !fs.readdirSync(subDir).every((e) => rootOnly(path.join(subDir, e)))) return false
   }
-  const users = path.join(dir, 'users')
-  if (fs.existsSync(users) || isLink(users)) {
-    const info = fs.lstatSync(users)
-    const everyRootOwned = info.isDirectory() && info.uid === 0 && fs.readdirSync(users).every((e) => fs.lstatSync(path.join(users, e)).uid === 0)
-    if (!everyRootOwned) {
-      const aside = path.join(dir, `legacy-users-${Date.now()}`)
-      fs.renameSync(users, aside)
-      fs.chownSync(aside, 0, 0)
-      fs.chmodSync(aside, 0o700)
-      notes.push(`moved the earlier set-up's per-user folders to ${aside} (root's only now; delete it when nobody needs those keys)`)
-    }
-  }
-  ensureRootDir(users)
-  return [{what: 'state directory', path: dir, action: existed ? 'unchanged' : 'created'}]
+  return true
 }
 
 /** A folder of root's, 0755, made if missing; never a symlink. */
