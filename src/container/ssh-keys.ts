@@ -6,8 +6,7 @@
  * A whole team shares one state directory: `<state>/users/` is shared (1777: anyone creates their own folder in it,
  * nobody removes another's), each `<state>/users/<uid>/` and its `ssh/` are their user's alone (0700), keys 0600.
  */
-import {chmodSync, chownSync, statSync} from 'node:fs'
-import {chmod} from 'node:fs/promises'
+import {lstatSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 import ssh2 from 'ssh2'
@@ -73,12 +72,12 @@ export function loadOrCreateKeyPair(path: string, options: KeyPairOptions): KeyP
     privateKey = pair.private
     publicKey = pair.public.trim()
     // the public half first: a reader that finds the private file finds its partner too
-    writeTextAtomic(`${path}.pub`, `${publicKey}\n`, 0o644)
-    writeTextAtomic(path, privateKey, 0o600)
-    if (options.owner) for (const file of [path, `${path}.pub`]) chownSync(file, options.owner.uid, options.owner.gid)
+    // owners are set on the open files: a path swapped for a link meanwhile is never followed
+    writeTextAtomic(`${path}.pub`, `${publicKey}\n`, 0o644, {owner: options.owner})
+    writeTextAtomic(path, privateKey, 0o600, {owner: options.owner})
   }
   // an existing file keeps the mode it was written with; ssh refuses (and we should not keep) a key others may read
-  if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600)
+  if ((lstatSync(path).mode & 0o077) !== 0) writeTextAtomic(path, privateKey, 0o600, {owner: options.owner})
   return {privateKey, publicKey}
 }
 
@@ -107,7 +106,7 @@ export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<S
         ensurePrivateDir(dir, owner)
       },
     })
-    await chmod(dir, 0o700)
+    ensurePrivateDir(dir, owner) // settled on the open folder (an older one may be looser)
     const authorizedKeys = unique([publicKey, ...(userPublic ? [userPublic] : []), ...extra])
     return {privateKey, privateKeyPath: path, publicKey, source: 'generated', authorizedKeys}
   } catch (error) {
