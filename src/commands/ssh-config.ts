@@ -47,11 +47,14 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
 
   async run(): Promise<SshConfigResult> {
     const {args, flags} = await this.parse(SshConfig)
+    const box = flags.host?.trim() ? null : (await import('../system/ask-engine.js')).memberOfBox()
     const result = flags.host?.trim()
       ? await (
           await import('./support/session-on-host.js')
         ).sshConfigOnHost({spec: flags.host, name: args.name, install: flags.install, version: this.config.version})
-      : await this.configHere(args.name, flags.install, flags['authorize-key'])
+      : box
+        ? await (await import('./support/session-on-host.js')).sshConfigOnThisBox(box, {name: args.name, install: flags.install})
+        : await this.configHere(args.name, flags.install, flags['authorize-key'])
     if (!this.jsonEnabled())
       this.log(
         result.installed

@@ -41,8 +41,8 @@ export type JumpEntry = {
   readonly port: number
   readonly user: string
   readonly identityFile: string
-  /** the box, as OpenSSH's ProxyJump takes it: [user@]host[:port] or an ssh_config alias */
-  readonly proxyJump: string
+  /** the box, as OpenSSH's ProxyJump takes it: [user@]host[:port] or an ssh_config alias; null: a session on this machine */
+  readonly proxyJump: string | null
   readonly knownHostsFile: string
 }
 
@@ -52,7 +52,7 @@ export function sshConfigEntryViaJump(e: JumpEntry): string {
     `  HostName ${e.hostName}`,
     `  Port ${e.port}`,
     `  User ${e.user}`,
-    `  ProxyJump ${e.proxyJump}`,
+    ...(e.proxyJump === null ? [] : [`  ProxyJump ${e.proxyJump}`]),
     `  IdentityFile ${configPath(e.identityFile)}`,
     '  IdentitiesOnly yes',
     // the port is the box's and gets reused: the key is filed under the alias, in a file of its own

@@ -68,6 +68,20 @@ describe('two members share the GPU', () => {
     expect(box.cli('a', ['exec', names.a, '--', 'sh', '-c', 'id -u; echo $API_TOKEN'])).toMatchObject({exitCode: 0, stdout: `${MEMBERS.a.uid}\n${SECRET}\n`})
   })
 
+  it("A installs the VS Code entry; OpenSSH logs in with A's own key and the pinned host key", () => {
+    const r = box.json('a', ['ssh-config', names.a, '--install'])
+    expect({exit: r.exitCode, error: r.json.error}).toEqual({exit: 0, error: undefined})
+    expect(r.json).toMatchObject({host: `gpu-cosplay-${names.a}`, proxyJump: null, user: MEMBERS.a.user})
+    expect(r.json.entry).toContain('StrictHostKeyChecking yes')
+    expect(r.json.entry).not.toMatch(/StrictHostKeyChecking no/)
+    const homeA = box.home(MEMBERS.a.user)
+    for (const file of [r.json.identityFile, r.json.knownHostsFile]) {
+      expect({file, owner: owner(file), inHome: file.startsWith(`${homeA}/`)}).toEqual({file, owner: MEMBERS.a.uid, inHome: true})
+    }
+    const login = box.as('a', ['ssh', '-o', 'BatchMode=yes', r.json.host, 'id -u'])
+    expect({exit: login.exitCode, out: login.stdout, err: login.stderr}).toMatchObject({exit: 0, out: `${MEMBERS.a.uid}\n`})
+  })
+
   it("B sees A's session in ps and status, without A's --env values", () => {
     for (const command of ['ps', 'status']) {
       const r = box.cli('b', [command, '--json'])

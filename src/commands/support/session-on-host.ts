@@ -12,10 +12,12 @@ import {isPublicKeyLine, knownHostsLine, sshConfigEntryViaJump} from '../../cont
 import {SshSession} from '../../container/ssh-client.js'
 import {writeTextAtomic} from '../../core/json-file.js'
 import {clientKeyDir, type ClientKey, loadOrCreateClientKey} from '../../remote/client-key.js'
-import {type HostAddress, hostSlug, proxyJumpFor} from '../../remote/host-url.js'
+import {hostSlug, proxyJumpFor} from '../../remote/host-url.js'
 import {remoteCommandLine} from '../../remote/remote-command-line.js'
 import {RemoteError} from '../../remote/remote-error.js'
 import {runRemote} from '../../remote/run-remote.js'
+import type {BoxConfig} from '../../core/box-config.js'
+import {askEngine} from '../../system/ask-engine.js'
 import type {SshTransport} from '../../remote/ssh-transport.js'
 import type {SshConfigResult} from '../ssh-config.js'
 import {withHost} from './forward-to-host.js'
@@ -28,16 +30,25 @@ type OnHostRequest = {spec: string; version: string; name: string | undefined}
 
 /** The session's sshd on the box, this machine's key authorised there (an image without sshd: the box's NO_SSHD). */
 export async function sessionSshd(transport: SshTransport, name: string | undefined, key: ClientKey, version: string): Promise<SessionSshd> {
-  const {payload} = await runRemote(transport, ['ssh-config', '--json', '--authorize-key', key.publicKey, ...(name === undefined ? [] : [name])], version, {
+  const {payload} = await runRemote(transport, authorizeArgv(name, key), version, {
     onStderr: (chunk) => process.stderr.write(chunk),
   })
+  return sshdFromAnswer(payload, transport.endpoint.label)
+}
+
+/** What a client asks a box (or this box's engine) for: the session's sshd, with its key authorised there. */
+export function authorizeArgv(name: string | undefined, key: ClientKey): string[] {
+  return ['ssh-config', '--json', '--authorize-key', key.publicKey, ...(name === undefined ? [] : [name])]
+}
+
+/** The answer to authorizeArgv, taken only if it looks like a session of ours: its words become ssh_config lines. */
+export function sshdFromAnswer(payload: unknown, label: string): SessionSshd {
   const r = payload as Partial<SshConfigResult>
-  // these become file names and lines of an ssh_config: take only what a session of ours can look like
   const word = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9_][A-Za-z0-9_.:-]*$/.test(value)
   const isPort = typeof r.port === 'number' && Number.isInteger(r.port) && r.port > 0 && r.port < 65536
   if (!word(r.session) || !word(r.hostName) || !isPort || !word(r.user) || typeof r.hostKey !== 'string' || !isPublicKeyLine(r.hostKey)) {
-    throw new RemoteError('REMOTE_COMMAND_FAILED', `gpu-cosplay ssh-config on ${transport.endpoint.label} answered without the session's sshd and host key`, {
-      fix: [`gpu-cosplay remote install --host ${transport.endpoint.label}`],
+    throw new RemoteError('REMOTE_COMMAND_FAILED', `gpu-cosplay ssh-config on ${label} answered without the session's sshd and host key`, {
+      fix: [`gpu-cosplay remote install --host ${label}`],
     })
   }
   return {session: r.session, hostName: r.hostName, port: r.port!, user: r.user, hostKey: r.hostKey}
@@ -100,17 +111,24 @@ export function sshConfigOnHost(request: OnHostRequest & {install: boolean}): Pr
     const sshDir = join(homedir(), '.ssh')
     const key = loadOrCreateClientKey(sshDir)
     const sshd = await sessionSshd(transport, request.name, key, request.version)
-    return jumpConfig(sshd, host, key, sshDir, request.install)
+    return pinnedConfig(sshd, {alias: `gpu-cosplay-${hostSlug(host)}-${sshd.session}`, proxyJump: proxyJumpFor(host)}, key, sshDir, request.install)
   })
 }
 
-/** Writes the pinned host key (and, with install, the entry) and returns what ssh-config reports. The folder is the
- * client key's, made with it. */
-async function jumpConfig(sshd: SessionSshd, host: HostAddress, key: ClientKey, sshDir: string, install: boolean): Promise<SshConfigResult> {
-  const alias = `gpu-cosplay-${hostSlug(host)}-${sshd.session}`
+/**
+ * Writes the pinned host key (and, with install, the entry) and returns what ssh-config reports: for a box's session
+ * (through it, ProxyJump) and for a session of this box's engine alike. The folder is the client key's, made with it.
+ */
+export async function pinnedConfig(
+  sshd: SessionSshd,
+  via: {alias: string; proxyJump: string | null},
+  key: ClientKey,
+  sshDir: string,
+  install: boolean,
+): Promise<SshConfigResult> {
+  const {alias, proxyJump} = via
   const knownHostsFile = join(clientKeyDir(sshDir), `${alias}.known_hosts`)
   writeTextAtomic(knownHostsFile, `${knownHostsLine(alias, sshd.hostKey)}\n`, 0o600)
-  const proxyJump = proxyJumpFor(host)
   const entry = sshConfigEntryViaJump({
     alias,
     hostName: sshd.hostName,
@@ -138,4 +156,15 @@ async function jumpConfig(sshd: SessionSshd, host: HostAddress, key: ClientKey, 
     entry,
     installed,
   }
+}
+
+/**
+ * `ssh-config` by a member of a shared box: this box's engine authorises the member's client key in their container
+ * and names its sshd and host key (as a --host box does); the entry and the pinned key are written here, as the member.
+ */
+export async function sshConfigOnThisBox(config: BoxConfig, request: {name: string | undefined; install: boolean}): Promise<SshConfigResult> {
+  const sshDir = join(homedir(), '.ssh')
+  const key = loadOrCreateClientKey(sshDir)
+  const sshd = sshdFromAnswer(await askEngine(config, authorizeArgv(request.name, key)), 'this box')
+  return pinnedConfig(sshd, {alias: `gpu-cosplay-${sshd.session}`, proxyJump: null}, key, sshDir, request.install)
 }
