@@ -56,6 +56,7 @@ describe.each([1, 8])('doctor on a simulated %i-GPU H200', (gpus) => {
       'privileges',
       'mps',
       'state directory',
+      'shared box',
     ])
     for (const check of json.checks) {
       expect(Object.keys(check).sort()).toEqual(['detail', 'fix', 'name', 'status'])
