@@ -8,10 +8,9 @@
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
-import {isPublicKeyLine, knownHostsLine, sshConfigEntryViaJump} from '../../container/connect-hints.js'
+import {isPublicKeyLine, sshConfigEntryViaJump} from '../../container/connect-hints.js'
 import {SshSession} from '../../container/ssh-client.js'
-import {writeTextAtomic} from '../../core/json-file.js'
-import {clientKeyDir, type ClientKey, loadOrCreateClientKey} from '../../remote/client-key.js'
+import {type ClientKey, loadOrCreateClientKey} from '../../remote/client-key.js'
 import {type HostAddress, hostSlug, proxyJumpFor} from '../../remote/host-url.js'
 import {remoteCommandLine} from '../../remote/remote-command-line.js'
 import {RemoteError} from '../../remote/remote-error.js'
@@ -19,6 +18,7 @@ import {runRemote} from '../../remote/run-remote.js'
 import type {SshTransport} from '../../remote/ssh-transport.js'
 import type {SshConfigResult} from '../ssh-config.js'
 import {withHost} from './forward-to-host.js'
+import {writeSessionKnownHosts} from './session-known-hosts.js'
 import {runOverSsh, streamOnHost} from './terminal-io.js'
 
 /** How to reach a session's sshd from the box, with the host key it presented there. */
@@ -108,8 +108,7 @@ export function sshConfigOnHost(request: OnHostRequest & {install: boolean}): Pr
  * client key's, made with it. */
 async function jumpConfig(sshd: SessionSshd, host: HostAddress, key: ClientKey, sshDir: string, install: boolean): Promise<SshConfigResult> {
   const alias = `gpu-cosplay-${hostSlug(host)}-${sshd.session}`
-  const knownHostsFile = join(clientKeyDir(sshDir), `${alias}.known_hosts`)
-  writeTextAtomic(knownHostsFile, `${knownHostsLine(alias, sshd.hostKey)}\n`, 0o600)
+  const knownHostsFile = writeSessionKnownHosts(sshDir, alias, sshd.hostKey)
   const proxyJump = proxyJumpFor(host)
   const entry = sshConfigEntryViaJump({
     alias,
