@@ -9,7 +9,7 @@
 #   GPU_COSPLAY_USER, GPU_COSPLAY_UID, GPU_COSPLAY_GID   the host user to recreate (default cosplay 1000 1000)
 #   GPU_COSPLAY_SSH_PUBKEY                              one or more authorized_keys lines
 #   GPU_COSPLAY_HOOKS_DIR                               where runtime-hooks/ lives (/opt/gpu-cosplay/hooks)
-#   GPU_COSPLAY_SUDO                                    1: the session user gets sudo (`up --sudo`); anything else: none
+#   GPU_COSPLAY_GRANT_SUDO                                    1: the session user gets sudo (`up --sudo`); anything else: none
 #   GPU_COSPLAY_* (the costume), NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, XLA_*, CUPY_*,
 #   PYTORCH_CUDA_ALLOC_CONF                            persisted for every session (see write_session_env)
 #   GPU_COSPLAY_USER_ENV_NAMES                          space-separated names of the user's `--env` values: persisted too
@@ -29,7 +29,7 @@ COSPLAY_DIR=/opt/gpu-cosplay
 # ensure_user: 1 when it made the home (then all of it is handed over), 0 for a home the image had
 HOME_CREATED=0
 # Not persisted: these configure the entrypoint itself.
-ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_USER_ENV_NAMES GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_STATUS_FILE GPU_COSPLAY_SUDO '
+ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_USER_ENV_NAMES GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_STATUS_FILE GPU_COSPLAY_GRANT_SUDO '
 # From the image: without these an ssh session loses conda's python and CUDA's libraries.
 IMAGE_VARS=' PATH LD_LIBRARY_PATH CUDA_HOME CUDA_VERSION NVIDIA_DRIVER_CAPABILITIES NVIDIA_REQUIRE_CUDA LANG LC_ALL PYTHONPATH CONDA_PREFIX CONDA_DEFAULT_ENV '
 
@@ -252,11 +252,11 @@ hand_home_over() {
   fi
 }
 
-# The session user's sudoers entry, only for `up --sudo` (GPU_COSPLAY_SUDO=1). Otherwise the container runs with
+# The session user's sudoers entry, only for `up --sudo` (GPU_COSPLAY_GRANT_SUDO=1). Otherwise the container runs with
 # no-new-privileges, where sudo could not become root anyway: there is no entry to find either. Argument: the name.
 grant_sudo() {
   local name=$1 file=$ROOT/etc/sudoers.d/gpu-cosplay
-  if [ "${GPU_COSPLAY_SUDO:-}" != 1 ]; then
+  if [ "${GPU_COSPLAY_GRANT_SUDO:-}" != 1 ]; then
     if [ -e "$file" ]; then rm -f "$file"; fi
     return 0
   fi
@@ -317,6 +317,16 @@ claim_workspace() {
   fi
 }
 
+# The first line puts the hook module on sys.path, then the .pth's own lines run. Best effort: a site-packages root does
+# not own, or an entrypoint that is not root, leaves that python without the costume, not the container without a
+# start. Arguments: hooks folder, site-packages folder, the python (for the message).
+install_pth() {
+  local hooks=$1 site=$2 py=$3
+  if ! { mkdir -p "$site" && { printf '%s\n' "$hooks"; cat "$hooks/gpu_cosplay.pth"; } >"$site/gpu_cosplay.pth"; } 2>/dev/null; then
+    log "warning: cannot write $site/gpu_cosplay.pth as uid $EUID: $py runs without the costume hooks"
+  fi
+}
+
 # Puts gpu_cosplay.pth into the site-packages of every python found (idempotent; also run at build).
 install_python_hooks() {
   local hooks=${GPU_COSPLAY_HOOKS_DIR:-$COSPLAY_DIR/hooks} py site seen=' '
@@ -326,11 +336,7 @@ install_python_hooks() {
     site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null) || continue
     case "$seen" in *" $site "*) continue ;; esac
     seen="$seen$site "
-    # the first line puts the hook module on sys.path, then the .pth's own lines run. Best effort: a site-packages
-    # root does not own, or an entrypoint that is not root, leaves that python without the costume, not the container.
-    if ! { mkdir -p "$site" && { printf '%s\n' "$hooks"; cat "$hooks/gpu_cosplay.pth"; } >"$site/gpu_cosplay.pth"; } 2>/dev/null; then
-      log "warning: cannot write $site/gpu_cosplay.pth as uid $EUID: $py runs without the costume hooks"
-    fi
+    install_pth "$hooks" "$site" "$py"
   done
   if [ -f "$hooks/nvidia-smi" ]; then
     chmod 0755 "$hooks/nvidia-smi" 2>/dev/null || true

@@ -18,7 +18,7 @@ import {ContainerError} from '../core/errors.js'
 export const ENTRYPOINT_CAPABILITIES = ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT'] as const
 
 /** The variable that asks the entrypoint for the session user's sudoers entry (never persisted into sessions). */
-export const SUDO_ENV = 'GPU_COSPLAY_SUDO'
+export const SUDO_ENV = 'GPU_COSPLAY_GRANT_SUDO'
 
 export type ContainerPrivileges = {
   /** the session user has sudo (`up --sudo`) */
