@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu-cosplay container entrypoint. Runs as root, as PID 1's child under tini (or docker --init), holding only the
-# capabilities `gpu-cosplay up` leaves it (CHOWN, SETUID, SETGID, SYS_CHROOT; see src/container/container-privileges.ts):
+# capabilities `gpu-cosplay up` leaves it (CHOWN, SETUID, SETGID, SYS_CHROOT, AUDIT_WRITE; see container-privileges.ts):
 # no CAP_DAC_OVERRIDE, so root writes only into folders it owns, and hands the user's over at the end. Started as
 # another user (a user's own image through the box's engine), it sets up what that user can and runs nothing as root
 # (see setup_unprivileged).
@@ -406,7 +406,8 @@ start_mps() {
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/run/gpu-cosplay/mps/pipe}
   export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/run/gpu-cosplay/mps/log}
   for dir in "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"; do
-    mkdir -p "$dir" && { [ "$EUID" != 0 ] || chown "$uid:$gid" "$dir"; } && chmod 0700 "$dir"
+    # the mode before the owner: root holds no CAP_FOWNER to change a folder it has handed over
+    mkdir -p "$dir" && chmod 0700 "$dir" && { [ "$EUID" != 0 ] || chown "$uid:$gid" "$dir"; }
   done
   MPS_CONTROL=$control MPS_UID=$uid MPS_GID=$gid
   if ! out=$(mps_control_as_user -d 2>&1); then

@@ -11,11 +11,12 @@ import {ContainerError} from '../core/errors.js'
  * What the root entrypoint and sshd need, found by dropping one at a time against the cosplay image (test/e2e):
  * CHOWN hands the home, ~/.ssh, /workspace and the MPS folders to the session user; SETUID and SETGID let sshd
  * (privilege separation, the login) and setpriv (the MPS daemon) become that user; SYS_CHROOT lets sshd's
- * pre-authentication child chroot to /run/sshd. Not needed: DAC_OVERRIDE and FOWNER (root writes only into
- * folders it owns until it hands them over), NET_BIND_SERVICE (Docker 20.10+ opens every port of a container's own
- * network namespace to every uid), KILL, AUDIT_WRITE.
+ * pre-authentication child chroot to /run/sshd; AUDIT_WRITE lets Debian's sshd write the audit record of a login on a
+ * pty (it gives up the session otherwise). Not needed: DAC_OVERRIDE and FOWNER (root writes only into folders it owns
+ * until it hands them over), NET_BIND_SERVICE (Docker 20.10+ opens every port of a container's own network namespace
+ * to every uid), KILL.
  */
-export const ENTRYPOINT_CAPABILITIES = ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT'] as const
+export const ENTRYPOINT_CAPABILITIES = ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT', 'AUDIT_WRITE'] as const
 
 /** The variable that asks the entrypoint for the session user's sudoers entry (never persisted into sessions). */
 export const SUDO_ENV = 'GPU_COSPLAY_GRANT_SUDO'

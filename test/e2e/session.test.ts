@@ -97,7 +97,11 @@ describe('a session', () => {
     const suid = statSync(join(world.workspace, 'suid-sh'))
     expect({uid: suid.uid, setuid: (suid.mode & 0o4000) !== 0}).toEqual({uid: UID, setuid: true})
     const created = JSON.parse(docker(['inspect', '-f', '{{json .HostConfig}}', up.json.container.id]))
-    expect(created).toMatchObject({CapDrop: ['ALL'], CapAdd: ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT'], SecurityOpt: ['no-new-privileges:true']})
+    expect(created).toMatchObject({
+      CapDrop: ['ALL'],
+      CapAdd: ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT', 'AUDIT_WRITE'],
+      SecurityOpt: ['no-new-privileges:true'],
+    })
     expect(docker(['inspect', '-f', '{{.Image}}', up.json.container.id]).trim()).toBe(up.json.container.imageId)
     // NAME may be left out: the user has one session
     expect(world.cli(['ssh', '--', 'printenv', 'GPU_COSPLAY_NAME']).stdout.trim()).toBe('NVIDIA GeForce RTX 3090')
@@ -134,6 +138,9 @@ describe('a session', () => {
     writeFileSync(entryFile, `${config.json.entry}\n`)
     const viaOpenSsh = spawnSync('runuser', ['-u', USER, '--', 'ssh', '-F', entryFile, '-o', 'BatchMode=yes', config.json.host, 'id -u'], {encoding: 'utf8'})
     expect({out: viaOpenSsh.stdout.trim(), err: viaOpenSsh.stderr}).toEqual({out: String(UID), err: ''})
+    // a login shell on a pty (sshd writes its audit record then: AUDIT_WRITE)
+    const onPty = spawnSync('runuser', ['-u', USER, '--', 'ssh', '-tt', '-F', entryFile, '-o', 'BatchMode=yes', config.json.host, 'tty'], {encoding: 'utf8'})
+    expect({out: onPty.stdout.trim(), code: onPty.status}).toEqual({out: expect.stringMatching(/^\/dev\/pts\/\d+$/), code: 0})
     // another key on file for the alias: OpenSSH refuses to connect
     writeFileSync(config.json.knownHostsFile, `${config.json.host} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBXjYQ5dpTR3ynx2PsTpvmLUh+5pWz16eOu3kD3YdvJ1\n`)
     const spoofed = spawnSync('runuser', ['-u', USER, '--', 'ssh', '-F', entryFile, '-o', 'BatchMode=yes', config.json.host, 'true'], {encoding: 'utf8'})

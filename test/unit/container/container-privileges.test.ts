@@ -22,7 +22,7 @@ describe('containerPrivileges', () => {
         unprivileged: false,
         user: null,
         capDrop: ['ALL'],
-        capAdd: ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT'],
+        capAdd: ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT', 'AUDIT_WRITE'],
         noNewPrivileges: true,
         env: {GPU_COSPLAY_GRANT_SUDO: '0'},
       })
@@ -119,7 +119,7 @@ describe('the container spec and what docker create gets', () => {
     expect(created.Env).toContain('GPU_COSPLAY_GRANT_SUDO=0')
     expect(created.HostConfig).toMatchObject({
       CapDrop: ['ALL'],
-      CapAdd: ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT'],
+      CapAdd: ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT', 'AUDIT_WRITE'],
       SecurityOpt: ['no-new-privileges:true'],
     })
   })
