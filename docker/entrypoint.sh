@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# gpu-cosplay container entrypoint. Runs as root, as PID 1's child under tini (or docker --init).
+# gpu-cosplay container entrypoint. Runs as root, as PID 1's child under tini (or docker --init), holding only the
+# capabilities `gpu-cosplay up` leaves it (CHOWN, SETUID, SETGID, SYS_CHROOT, AUDIT_WRITE; see container-privileges.ts):
+# no CAP_DAC_OVERRIDE, so root writes only into folders it owns, and hands the user's over at the end. Started as
+# another user (a user's own image through the box's engine), it sets up what that user can and runs nothing as root
+# (see setup_unprivileged).
 #
 # Input (environment, set by `gpu-cosplay up`):
 #   GPU_COSPLAY_USER, GPU_COSPLAY_UID, GPU_COSPLAY_GID   the host user to recreate (default cosplay 1000 1000)
 #   GPU_COSPLAY_SSH_PUBKEY                              one or more authorized_keys lines
 #   GPU_COSPLAY_HOOKS_DIR                               where runtime-hooks/ lives (/opt/gpu-cosplay/hooks)
+#   GPU_COSPLAY_GRANT_SUDO                                    1: the session user gets sudo (`up --sudo`); anything else: none
 #   GPU_COSPLAY_* (the costume), NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, XLA_*, CUPY_*,
 #   PYTORCH_CUDA_ALLOC_CONF                            persisted for every session (see write_session_env)
 #   GPU_COSPLAY_USER_ENV_NAMES                          space-separated names of the user's `--env` values: persisted too
@@ -21,8 +26,10 @@ shopt -s inherit_errexit 2>/dev/null || true
 
 ROOT=${ROOT:-}
 COSPLAY_DIR=/opt/gpu-cosplay
+# ensure_user: 1 when it made the home (then all of it is handed over), 0 for a home the image had
+HOME_CREATED=0
 # Not persisted: these configure the entrypoint itself.
-ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_USER_ENV_NAMES GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_STATUS_FILE '
+ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_USER_ENV_NAMES GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_STATUS_FILE GPU_COSPLAY_GRANT_SUDO '
 # From the image: without these an ssh session loses conda's python and CUDA's libraries.
 IMAGE_VARS=' PATH LD_LIBRARY_PATH CUDA_HOME CUDA_VERSION NVIDIA_DRIVER_CAPABILITIES NVIDIA_REQUIRE_CUDA LANG LC_ALL PYTHONPATH CONDA_PREFIX CONDA_DEFAULT_ENV '
 
@@ -183,12 +190,14 @@ _ensure_user() {
   existing=$(getent passwd "$uid" || true)
   existing=${existing%%:*}
   if [ -n "$existing" ] && [ "$existing" != "$name" ]; then
-    # e.g. 'ubuntu' at 1000 in the image: rename it, keeping its groups; move the image's $name away first
+    # e.g. 'ubuntu' at 1000 in the image: rename it, keeping its groups; move the image's $name away first. Homes stay
+    # where the image has them: moving one copies it out of the image's layer (overlayfs), which takes capabilities
+    # (DAC_OVERRIDE, FOWNER) the entrypoint does not hold.
     if getent passwd "$name" >/dev/null; then
-      usermod -l "${name:0:28}-img" -d "/home/${name:0:28}-img" -m "$name"
+      usermod -l "${name:0:28}-img" "$name"
       log "renamed the image's user $name to ${name:0:28}-img"
     fi
-    usermod -l "$name" -d "/home/$name" -m "$existing"
+    usermod -l "$name" "$existing"
     # its personal group too ('ubuntu' at the same gid), unless the name is taken
     entry_field "$(getent group "$gid")" 1
     if [ "$REPLY" = "$existing" ] && ! getent group "$name" >/dev/null; then
@@ -211,18 +220,52 @@ _ensure_user() {
   local home
   entry_field "$(getent passwd "$name")" 6
   home=$REPLY
+  HOME_CREATED=0
   if [ ! -d "$home" ]; then
+    # root's until hand_home_over: the set-up writes into it without CAP_DAC_OVERRIDE
     mkdir -p "$home"
     cp -a /etc/skel/. "$home"/ 2>/dev/null || true
-    chown -R "$uid:$gid" "$home"
-  else
-    chown "$uid:$gid" "$home"
+    HOME_CREATED=1
   fi
   USER_HOME=$home
-  if command -v sudo >/dev/null && [ -d /etc/sudoers.d ]; then
-    printf '%s ALL=(ALL) NOPASSWD:ALL\n' "$name" >/etc/sudoers.d/gpu-cosplay
-    chmod 0440 /etc/sudoers.d/gpu-cosplay
+}
+
+# A home the image already had is the user's: root (without CAP_DAC_OVERRIDE) takes it and its ~/.ssh over for the
+# set-up; hand_home_over gives them back. Arguments: home.
+take_home() {
+  local home=$ROOT$1
+  [ "$HOME_CREATED" = 1 ] && return 0
+  chown 0:0 "$home" && chmod u+rwx "$home"
+  # the folder first: root cannot even list a 0700 folder of the user's to recurse into it
+  if [ -d "$home/.ssh" ] && [ ! -L "$home/.ssh" ]; then chown 0:0 "$home/.ssh" && chmod u+rwx "$home/.ssh" && chown -R 0:0 "$home/.ssh"; fi
+}
+
+# Arguments: home uid gid.
+hand_home_over() {
+  local home=$ROOT$1 uid=$2 gid=$3
+  if [ "$HOME_CREATED" = 1 ]; then
+    chown -R "$uid:$gid" "$home"
+  else
+    # the home last: once it is the user's, root may not be able to reach into it
+    chown -R "$uid:$gid" "$home/.ssh"
+    chown "$uid:$gid" "$home"
   fi
+}
+
+# The session user's sudoers entry, only for `up --sudo` (GPU_COSPLAY_GRANT_SUDO=1). Otherwise the container runs with
+# no-new-privileges, where sudo could not become root anyway: there is no entry to find either. Argument: the name.
+grant_sudo() {
+  local name=$1 file=$ROOT/etc/sudoers.d/gpu-cosplay
+  if [ "${GPU_COSPLAY_GRANT_SUDO:-}" != 1 ]; then
+    if [ -e "$file" ]; then rm -f "$file"; fi
+    return 0
+  fi
+  if ! command -v sudo >/dev/null || [ ! -d "$ROOT/etc/sudoers.d" ]; then
+    log "warning: sudo was asked for (up --sudo), but this image has no sudo"
+    return 0
+  fi
+  printf '%s ALL=(ALL) NOPASSWD:ALL\n' "$name" >"$file"
+  chmod 0440 "$file"
 }
 
 # Writes ~/.ssh/authorized_keys (root-owned until main's chown of ~/.ssh).
@@ -274,6 +317,16 @@ claim_workspace() {
   fi
 }
 
+# The first line puts the hook module on sys.path, then the .pth's own lines run. Best effort: a site-packages root does
+# not own, or an entrypoint that is not root, leaves that python without the costume, not the container without a
+# start. Arguments: hooks folder, site-packages folder, the python (for the message).
+install_pth() {
+  local hooks=$1 site=$2 py=$3
+  if ! { mkdir -p "$site" && { printf '%s\n' "$hooks"; cat "$hooks/gpu_cosplay.pth"; } >"$site/gpu_cosplay.pth"; } 2>/dev/null; then
+    log "warning: cannot write $site/gpu_cosplay.pth as uid $EUID: $py runs without the costume hooks"
+  fi
+}
+
 # Puts gpu_cosplay.pth into the site-packages of every python found (idempotent; also run at build).
 install_python_hooks() {
   local hooks=${GPU_COSPLAY_HOOKS_DIR:-$COSPLAY_DIR/hooks} py site seen=' '
@@ -283,16 +336,15 @@ install_python_hooks() {
     site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null) || continue
     case "$seen" in *" $site "*) continue ;; esac
     seen="$seen$site "
-    mkdir -p "$site"
-    # the first line puts the hook module on sys.path, then the .pth's own lines run
-    { printf '%s\n' "$hooks"; cat "$hooks/gpu_cosplay.pth"; } >"$site/gpu_cosplay.pth"
+    install_pth "$hooks" "$site" "$py"
   done
-  mkdir -p "$COSPLAY_DIR/bin"
   if [ -f "$hooks/nvidia-smi" ]; then
     chmod 0755 "$hooks/nvidia-smi" 2>/dev/null || true
-    ln -sf "$hooks/nvidia-smi" "$COSPLAY_DIR/bin/nvidia-smi"
+    # an unprivileged start finds the shim mounted there by `gpu-cosplay up`
+    { mkdir -p "$COSPLAY_DIR/bin" && ln -sf "$hooks/nvidia-smi" "$COSPLAY_DIR/bin/nvidia-smi"; } 2>/dev/null || [ -x "$COSPLAY_DIR/bin/nvidia-smi" ] ||
+      log "warning: cannot put the nvidia-smi shim into $COSPLAY_DIR/bin"
   fi
-  printf '%s\n' "$hooks" >"$COSPLAY_DIR/hooks-installed" 2>/dev/null || true
+  { printf '%s\n' "$hooks" >"$COSPLAY_DIR/hooks-installed"; } 2>/dev/null || true
 }
 
 # The gpu-cosplay image installs the hooks when it is built (one python run per interpreter, ~15 ms each): a
@@ -315,6 +367,8 @@ MPS_CONTROL=
 MPS_UID=
 MPS_GID=
 MPS_STATUS_FILE=${GPU_COSPLAY_MPS_STATUS_FILE:-/run/gpu-cosplay/mps/status}
+# Where a start that is not root keeps what root keeps in /run (gpu-cosplay up points the MPS folders there too).
+UNPRIVILEGED_DIR=/tmp/gpu-cosplay
 
 mps_status() {
   mkdir -p "$(dirname "$MPS_STATUS_FILE")" 2>/dev/null && printf '%s\n' "$1" >"$MPS_STATUS_FILE" 2>/dev/null || true
@@ -352,7 +406,8 @@ start_mps() {
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/run/gpu-cosplay/mps/pipe}
   export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/run/gpu-cosplay/mps/log}
   for dir in "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"; do
-    mkdir -p "$dir" && chown "$uid:$gid" "$dir" && chmod 0700 "$dir"
+    # the mode before the owner: root holds no CAP_FOWNER to change a folder it has handed over
+    mkdir -p "$dir" && chmod 0700 "$dir" && { [ "$EUID" != 0 ] || chown "$uid:$gid" "$dir"; }
   done
   MPS_CONTROL=$control MPS_UID=$uid MPS_GID=$gid
   if ! out=$(mps_control_as_user -d 2>&1); then
@@ -402,12 +457,32 @@ fresh_host_keys() {
   ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key
 }
 
+# Started as the session user (a user's own image through the box's engine: its binaries are the user's, so nothing
+# of it runs as root): no account to make or hand over, no sudo, no sshd (sessions go through docker exec). The MPS
+# daemon runs as this user with its folders under /tmp; the hooks go wherever this user may write. Arguments: uid gid.
+setup_unprivileged() {
+  local uid=$1 gid=$2
+  [ "$EUID" = "$uid" ] || log "warning: running as uid $EUID, not the session's $uid"
+  [ -n "${GPU_COSPLAY_MPS_STATUS_FILE:-}" ] || MPS_STATUS_FILE=$ROOT$UNPRIVILEGED_DIR/mps/status
+  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-$ROOT$UNPRIVILEGED_DIR/mps/pipe}
+  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-$ROOT$UNPRIVILEGED_DIR/mps/log}
+  install_python_hooks_once
+  start_mps "$uid" "$gid"
+  # what `gpu-cosplay up` waits for (UNPRIVILEGED_READY_MARKER in src/core/names.ts)
+  mkdir -p "$ROOT$UNPRIVILEGED_DIR" && : >"$ROOT$UNPRIVILEGED_DIR/ready"
+  log "running as $uid:$gid, nothing as root; sessions go through docker exec"
+}
+
 main() {
   local user=${GPU_COSPLAY_USER:-cosplay} uid=${GPU_COSPLAY_UID:-1000} gid=${GPU_COSPLAY_GID:-${GPU_COSPLAY_UID:-1000}}
   valid_name "$user" || { log "GPU_COSPLAY_USER '$user' is not a valid user name; using 'cosplay'"; user=cosplay; }
   [[ $uid =~ ^[0-9]+$ && $gid =~ ^[0-9]+$ ]] || { log "GPU_COSPLAY_UID/GID must be numbers"; exit 64; }
   [ "$uid" != 0 ] || { log "GPU_COSPLAY_UID=0: refusing to make root the session user"; exit 64; }
   case ":$PATH:" in *":$COSPLAY_DIR/bin:"*) ;; *) export PATH="$COSPLAY_DIR/bin:$PATH" ;; esac
+  if [ "$EUID" != 0 ]; then
+    setup_unprivileged "$uid" "$gid"
+    run_service sleep infinity
+  fi
 
   # ssh-keygen (~10 ms) runs while the user is made
   local keys_pid=
@@ -418,10 +493,12 @@ main() {
   install_python_hooks_once
   ensure_user "$user" "$uid" "$gid"
   local home=$USER_HOME
+  take_home "$home"
   install_pubkey "$home"
+  grant_sudo "$user"
   start_mps "$uid" "$gid"
   write_session_env "$home" "$user"
-  chown -R "$uid:$gid" "$home/.ssh"
+  hand_home_over "$home" "$uid" "$gid"
   claim_workspace "$uid" "$gid"
 
   if [ ! -x /usr/sbin/sshd ]; then

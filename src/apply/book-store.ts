@@ -139,6 +139,21 @@ export async function withBook<T>(
 }
 
 /**
+ * A change to one session's record after its steps are done (the host key `up` learns once the container answers):
+ * under the GPU's lock, without reading the GPU, because nothing on it changes. A session ended meanwhile is left alone.
+ */
+export async function amendSession(stateDir: string, gpuUuid: string, name: string, change: (session: BookSession) => void): Promise<void> {
+  await withGpuLock(stateDir, gpuUuid, async () => {
+    const file = bookPath(stateDir, gpuUuid)
+    const book = readBook(file)
+    const session = book?.sessions[name]
+    if (!book || !session) return
+    change(session)
+    writeBook(file, book)
+  })
+}
+
+/**
  * `-q -i` does not print the GPU's index. An `up` session's plan records the index it ran at, which holds until
  * the next reboot (after which the book's sessions are void anyway). Kept out of the book's own fields, so that
  * an older gpu-cosplay sharing the state directory still reads the book.

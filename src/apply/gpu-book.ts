@@ -47,13 +47,22 @@ const containerAccess = z.strictObject({
   gid: z.number().int(),
   /** host folder mounted at /workspace */
   workspace: z.string().nullable(),
+  /** `up --sudo`: the session user has sudo, so root, in the container (absent in records older than the choice) */
+  sudo: z.boolean().optional(),
+  /** nothing in the container runs as root (a user's own image through the engine): docker exec as uid:gid */
+  unprivileged: z.boolean().optional(),
 })
 export type ContainerAccess = z.infer<typeof containerAccess>
 
 const containerRecord = z.strictObject({
   id: z.string(),
   name: z.string(),
+  /** the image reference as given (or the default tag) */
   image: z.string(),
+  /** the image ID the container was created from ("sha256:..."); absent in older records */
+  imageId: z.string().optional(),
+  /** the sshd host key ("ssh-ed25519 AAAA...") `up` saw at its readiness login: later logins accept no other */
+  hostKey: z.string().optional(),
   /** null: no sshd published; sessions go through docker exec */
   sshPort: z.number().nullable(),
   /** where to connect (the bind address, or 127.0.0.1 for a wildcard bind) */

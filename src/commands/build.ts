@@ -47,7 +47,10 @@ The default base is pulled from Docker Hub the first time. Without network acces
         if (line && !quiet) this.logToStderr(`  ${line}`)
       },
     })
-    const [image, baseInfo] = await Promise.all([runtime.inspectImage(tag), runtime.inspectImage(base)])
+    const [image, baseInfo] = await Promise.all([runtime.inspectImage(built.imageId ?? tag), runtime.inspectImage(base)])
+    // the engine's own build is the one `up` trusts under this tag (a tag anyone with Docker access can move)
+    const engine = (await import('../core/box-config.js')).engineBoxConfig()
+    if (engine && image) (await import('../container/image-pin.js')).pinImage(engine.stateDir, tag, image.id)
     const result: BuildResult = {
       ...built,
       sizeBytes: image?.sizeBytes ?? null,

@@ -14,7 +14,7 @@ export type SshConfigResult = {
   port: number
   user: string
   identityFile: string
-  /** the container's ssh host key, pinned in knownHostsFile (with --host; null here, where nothing is pinned) */
+  /** the container's ssh host key, pinned in knownHostsFile */
   hostKey: string | null
   /** the GPU box the entry jumps through (with --host) */
   proxyJump: string | null
@@ -26,7 +26,7 @@ export type SshConfigResult = {
 
 export default class SshConfig extends BaseCommand {
   static summary = 'Print a ~/.ssh/config Host entry for a session (VS Code Remote-SSH)'
-  static description = `Prints a Host entry named gpu-cosplay-NAME with the session's port, user and key, for VS Code's Remote-SSH or plain ssh. Host keys are not pinned: every container has fresh ones and the port is bound to this machine. NAME may be left out when you have exactly one session.
+  static description = `Prints a Host entry named gpu-cosplay-NAME with the session's port, user and key, for VS Code's Remote-SSH or plain ssh. The container's host key (made fresh for each container, recorded by \`up\` at its first login) is pinned in ~/.ssh/gpu-cosplay/gpu-cosplay-NAME.known_hosts, with StrictHostKeyChecking yes: whatever else answers on that port later is refused. NAME may be left out when you have exactly one session.
 
 With --install the entry goes to ~/.ssh/gpu-cosplay/NAME.conf, and ~/.ssh/config gets one line at its top that includes that folder. Installing again replaces the session's entry (a session brought up again gets a new port), where appending to ~/.ssh/config would leave a stale entry that ssh reads first.
 
@@ -65,10 +65,8 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
   }
 
   private async configHere(name: string | undefined, install: boolean, authorizeKey: string | undefined): Promise<SshConfigResult> {
-    const [{accessSession, assertPublicKeyLine, authorizeKeyInSession, identityFor}, {sshConfigEntry}] = await Promise.all([
-      import('./support/session-access.js'),
-      import('../container/connect-hints.js'),
-    ])
+    const [{accessSession, assertPublicKeyLine, authorizeKeyInSession, identityFor, sessionHostKey}, {sessionAlias, sshConfigEntry}, {writeSessionKnownHosts}] =
+      await Promise.all([import('./support/session-access.js'), import('../container/connect-hints.js'), import('./support/session-known-hosts.js')])
     const access = accessSession(name)
     const c = access.container
     if (c.sshPort === null || c.sshHost === null) {
@@ -79,14 +77,32 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
     // a bad key is refused before a key pair is made for this session
     if (authorizeKey !== undefined) assertPublicKeyLine(authorizeKey)
     const identity = await identityFor(access)
-    const hostKey = authorizeKey === undefined ? null : (await authorizeKeyInSession(access, authorizeKey, identity)).hostKey
-    const entry = sshConfigEntry(c, identity.privateKeyPath)
+    const hostKey = authorizeKey === undefined ? await sessionHostKey(access, identity) : (await authorizeKeyInSession(access, authorizeKey, identity)).hostKey
+    const host = sessionAlias(c.session)
+    const sshDir = join(homedir(), '.ssh')
+    // asked by a client (--host, or a member of this box): it pins the key on its side; nothing is written here
+    if (authorizeKey !== undefined) {
+      return {
+        session: c.session,
+        host,
+        hostName: c.sshHost,
+        port: c.sshPort,
+        user: c.user,
+        identityFile: '',
+        hostKey,
+        proxyJump: null,
+        knownHostsFile: null,
+        entry: '',
+        installed: null,
+      }
+    }
+    const knownHostsFile = writeSessionKnownHosts(sshDir, host, hostKey)
+    const entry = sshConfigEntry(c, identity.privateKeyPath, knownHostsFile)
     let installed: SshConfigResult['installed'] = null
     if (install) {
       const {installSshConfig} = await import('./support/install-ssh-config.js')
-      installed = installSshConfig(join(homedir(), '.ssh'), c.session, entry)
+      installed = installSshConfig(sshDir, c.session, entry)
     }
-    const host = `gpu-cosplay-${c.session}`
     return {
       session: c.session,
       host,
@@ -96,7 +112,7 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
       identityFile: identity.privateKeyPath,
       hostKey,
       proxyJump: null,
-      knownHostsFile: null,
+      knownHostsFile,
       entry,
       installed,
     }

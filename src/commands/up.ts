@@ -1,4 +1,5 @@
-import path from 'node:path'
+import {homedir} from 'node:os'
+import path, {join} from 'node:path'
 
 import {Args, Flags, type Interfaces, ux} from '@oclif/core'
 
@@ -45,6 +46,15 @@ export type UpContainer = {
   id: string
   name: string
   image: string
+  /** the image ID the container was created from: the tag may move, the session keeps this */
+  imageId: string | null
+  /** up --sudo: the session user has sudo, and so root over everything mounted into the container */
+  sudo: boolean
+  /** nothing in the container runs as root (your own image, through the box's engine) */
+  unprivileged: boolean
+  /** sshd's host key, recorded at the first login and pinned in knownHostsFile (null without sshd) */
+  hostKey: string | null
+  knownHostsFile: string | null
   /** null: the image has no sshd; `gpu-cosplay ssh` goes through docker exec */
   sshPort: number | null
   sshHost: string | null
@@ -94,6 +104,11 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     'ssh-port': Flags.integer({description: "host port for the container's sshd (default: a free one)", min: 1, max: 65535}),
     'ssh-bind': Flags.string({description: 'host address sshd is published on', default: '127.0.0.1'}),
     'shm-size': Flags.string({description: 'size of /dev/shm, e.g. 1g', default: '1g'}),
+    sudo: Flags.boolean({
+      description:
+        'give yourself sudo in the container. That is root inside it, and so over everything mounted into it: a setuid-root file written to the workspace is root on the host. Without it, nothing you run there can become root. On a shared box only where the administrator allowed it',
+      exclusive: ['no-container'],
+    }),
     ...placeFlag,
   }
 
@@ -154,7 +169,7 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
         active = await bringUp(request, deps)
       }
       if (!quiet) ux.action.stop(launched ? `${Date.now() - startedAt} ms` : 'done')
-      const result = await upResult(active, target, launched, startedAt)
+      const result = await upResult(active, target, launched && {...launched, keyOwner: containerInput!.keyOwner}, startedAt)
       if (!quiet) this.log(renderUp(result))
       return result
     } catch (error) {
@@ -206,17 +221,24 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
 
 /** up's container flags as the container layer takes them; bad values fail here, before anything is contacted. */
 async function containerInputFrom(flags: UpFlags, target: Target, version: string): Promise<Omit<PrepareInput, 'stateDir'>> {
-  const [{parseVolumeFlags, parseEnvFlags, parseByteSize, parseBindAddress, parseWorkspace}, {invokingUser}] = await Promise.all([
-    import('../container/container-flags.js'),
-    import('../core/invoking-user.js'),
-  ])
+  const [{parseVolumeFlags, parseEnvFlags, parseByteSize, parseBindAddress, parseWorkspace}, {invokingUser}, {engineBoxConfig}, {assertContainerSudoAllowed}] =
+    await Promise.all([
+      import('../container/container-flags.js'),
+      import('../core/invoking-user.js'),
+      import('../core/box-config.js'),
+      import('../container/container-privileges.js'),
+    ])
   const user = invokingUser()
+  // a member's container may get sudo only where the box allows it; root's own always may
+  if (flags.sudo) assertContainerSudoAllowed(actsForCaller() && !user.isRoot ? engineBoxConfig() : null)
   const workspace = flags.workspace ?? '.'
   const asked = {workspace: path.resolve(process.cwd(), workspace), volumes: parseVolumeFlags(flags.volume ?? [], process.cwd())}
   // the engine acting for a member: what is mounted and which keys are read, the caller's own rights decide
   const forCaller = actsForCaller() && !user.isRoot ? await callerView(user, asked) : null
   return {
     ...(forCaller ? {callerPublicKeys: forCaller.publicKeys} : {}),
+    sudo: flags.sudo,
+    inEngine: forCaller !== null,
     imageRef: flags.image ?? null,
     version,
     packageRoot: packageRoot(),
@@ -248,7 +270,9 @@ async function callerView(
   return {...mounts, publicKeys: home === null ? [] : await callerPublicKeys(caller, home, executor)}
 }
 
-async function upResult(active: ActiveSession, target: Target, launched: LaunchedSession | null, startedAt: number): Promise<UpResult> {
+type Launched = LaunchedSession & {readonly keyOwner: PrepareInput['keyOwner']}
+
+async function upResult(active: ActiveSession, target: Target, launched: Launched | null, startedAt: number): Promise<UpResult> {
   const [{costumeEnv}, {CONTAINER_MPS_DIRS}, {rolledBackNotes}] = await Promise.all([
     import('../plan/costume-env.js'),
     import('../core/names.js'),
@@ -288,13 +312,26 @@ async function upResult(active: ActiveSession, target: Target, launched: Launche
   }
 }
 
-async function upContainer({container: c, prepared}: LaunchedSession, startedAt: number): Promise<UpContainer> {
-  const {connectHints} = await import('../container/connect-hints.js')
+async function upContainer({container: c, prepared, keyOwner}: Launched, startedAt: number): Promise<UpContainer> {
+  const [{connectHints, sessionAlias}, {writeSessionKnownHosts}] = await Promise.all([
+    import('../container/connect-hints.js'),
+    import('./support/session-known-hosts.js'),
+  ])
   const keyPath = prepared.identity.privateKeyPath
+  // root acting for the user who ran sudo: the pinned key's file is theirs, like their key
+  const owner = process.getuid?.() === 0 && keyOwner.uid !== 0 ? keyOwner : undefined
+  const hostKey = c.hostKey ?? null
+  // the engine acting for a member writes nothing in their home: ssh-config, run as them, pins the key there
+  const knownHostsFile = hostKey === null || actsForCaller() ? null : writeSessionKnownHosts(join(homedir(), '.ssh'), sessionAlias(c.session), hostKey, owner)
   return {
     id: c.id,
     name: c.name,
     image: c.image,
+    imageId: c.imageId ?? null,
+    sudo: c.sudo ?? false,
+    unprivileged: c.unprivileged ?? false,
+    hostKey,
+    knownHostsFile,
     sshPort: c.sshPort,
     sshHost: c.sshHost,
     user: c.user,
@@ -302,7 +339,7 @@ async function upContainer({container: c, prepared}: LaunchedSession, startedAt:
     keyPath,
     builtImage: prepared.built !== null,
     sshLoginMs: c.sshPort === null ? null : Date.now() - startedAt,
-    connect: connectHints(c, keyPath),
+    connect: connectHints(c, keyPath, knownHostsFile),
   }
 }
 
@@ -319,7 +356,7 @@ export function renderUp(r: UpResult): string {
     `  GPU-wide: ${r.gpuWide.reason}`,
     '',
     ...(r.container
-      ? renderContainer(r.container)
+      ? renderContainer(r.container, r.name)
       : ['For your own workload (the costume hooks read these):', ...Object.entries(r.env).map(([k, v]) => `  export ${k}=${shellQuote(v)}`)]),
     '',
     `End it with: gpu-cosplay down ${r.name}`,
@@ -329,9 +366,16 @@ export function renderUp(r: UpResult): string {
   return lines.join('\n')
 }
 
-function renderContainer(c: UpContainer): string[] {
-  const lines = [`Container ${c.name} (${c.image}), /workspace = ${c.workspace ?? '-'}`, '', 'Connect:', `  ${c.connect.command}`]
+function renderContainer(c: UpContainer, session: string): string[] {
+  const root = c.sudo
+    ? 'you have sudo there (up --sudo): root inside, and over everything mounted into it'
+    : c.unprivileged
+      ? `nothing runs as root there (your own image runs as ${c.user}, sessions through docker exec)`
+      : 'no sudo, no setuid: nothing you run there can become root'
+  const lines = [`Container ${c.name} (${c.image}), /workspace = ${c.workspace ?? '-'}`, `  root:   ${root}`, '', 'Connect:', `  ${c.connect.command}`]
   if (c.connect.ssh) lines.push(`  ${c.connect.ssh}`)
+  else if (c.sshPort !== null)
+    lines.push(`  for VS Code Remote-SSH and plain ssh: gpu-cosplay ssh-config ${session} --install, then ssh gpu-cosplay-${session}`)
   else lines.push('  (the image has no sshd: gpu-cosplay ssh and exec go through docker exec)')
   if (c.connect.sshConfig)
     lines.push(

@@ -34,6 +34,7 @@ With --perf it measures instead (torch in the session, under 30 s on a GPU): FP3
     if (remote) return remote.result
     const {accessSession} = await import('./support/session-access.js')
     const {DockerRuntime} = await import('../container/runtime.js')
+    const {execUserOf} = await import('../container/session-container.js')
     const access = accessSession(args.name)
     const c = access.container
     const argv = ['python3', `${HOOKS}/verify.py`, ...(flags.perf ? ['--perf'] : [])]
@@ -41,7 +42,7 @@ With --perf it measures instead (torch in the session, under 30 s on a GPU): FP3
     if (showProgress) ux.action.start(`Measuring in ${c.session} (up to 30 s on a GPU)`)
     let ran
     try {
-      ran = await new DockerRuntime().exec(c.id, argv, {user: c.user, workingDir: '/workspace'})
+      ran = await new DockerRuntime().exec(c.id, argv, {user: execUserOf(c), workingDir: '/workspace'})
     } catch (error) {
       if (showProgress) ux.action.stop('failed')
       throw error

@@ -1,4 +1,5 @@
 import {ContainerError} from '../core/errors.js'
+import {shellQuote} from '../export/shell-words.js'
 import type {SessionContainer} from './session-container.js'
 
 /** How a user reaches a session: our command, a plain ssh line, and a Host entry for ~/.ssh/config (VS Code Remote-SSH). */
@@ -9,27 +10,38 @@ export type ConnectHints = {
   readonly sshConfig: string | null
 }
 
-export function connectHints(c: SessionContainer, keyPath: string): ConnectHints {
+/** The Host name of a session on this machine, also the HostKeyAlias its pinned host key is filed under. */
+export function sessionAlias(session: string): string {
+  return `gpu-cosplay-${session}`
+}
+
+/** `knownHostsFile`: where the session's host key is pinned (knownHostsLine); required when the session has sshd. */
+export function connectHints(c: SessionContainer, keyPath: string, knownHostsFile: string | null): ConnectHints {
+  if (c.sshPort === null || c.sshHost === null || knownHostsFile === null) return {command: `gpu-cosplay ssh ${c.session}`, ssh: null, sshConfig: null}
+  const alias = sessionAlias(c.session)
+  const pinned = ['-o', `HostKeyAlias=${alias}`, '-o', `UserKnownHostsFile=${knownHostsFile}`, '-o', 'StrictHostKeyChecking=yes']
   return {
     command: `gpu-cosplay ssh ${c.session}`,
-    ssh: c.sshPort === null ? null : `ssh -p ${c.sshPort} -i ${keyPath} ${c.user}@${c.sshHost}`,
-    sshConfig: c.sshPort === null ? null : sshConfigEntry(c, keyPath),
+    ssh: ['ssh', ...pinned, '-p', String(c.sshPort), '-i', keyPath, `${c.user}@${c.sshHost}`].map((word) => shellQuote(word)).join(' '),
+    sshConfig: sshConfigEntry(c, keyPath, knownHostsFile),
   }
 }
 
-export function sshConfigEntry(c: SessionContainer, keyPath: string): string {
-  // Every container has fresh host keys and ports get reused: pin nothing, the port is bound locally.
-  return [
-    `Host gpu-cosplay-${c.session}`,
-    `  HostName ${c.sshHost}`,
-    `  Port ${c.sshPort}`,
-    `  User ${c.user}`,
-    `  IdentityFile ${keyPath}`,
-    '  IdentitiesOnly yes',
-    '  StrictHostKeyChecking no',
-    '  UserKnownHostsFile /dev/null',
-    '  LogLevel ERROR',
-  ].join('\n')
+/**
+ * The Host entry for a session's sshd on this machine. Its host key is pinned in a known_hosts file of its own,
+ * filed under the alias: the port is reused by later sessions, whose containers have host keys of their own.
+ */
+export function sshConfigEntry(c: SessionContainer, keyPath: string, knownHostsFile: string): string {
+  if (c.sshPort === null || c.sshHost === null) throw new ContainerError('NO_SSHD', `session "${c.session}" runs an image without sshd`)
+  return pinnedEntry({
+    alias: sessionAlias(c.session),
+    hostName: c.sshHost,
+    port: c.sshPort,
+    user: c.user,
+    identityFile: keyPath,
+    knownHostsFile,
+    proxyJump: null,
+  })
 }
 
 /** A session on a GPU box, reached from another machine through the box (ProxyJump), its host key pinned. */
@@ -47,6 +59,10 @@ export type JumpEntry = {
 }
 
 export function sshConfigEntryViaJump(e: JumpEntry): string {
+  return pinnedEntry(e)
+}
+
+function pinnedEntry(e: Omit<JumpEntry, 'proxyJump'> & {readonly proxyJump: string | null}): string {
   return [
     `Host ${e.alias}`,
     `  HostName ${e.hostName}`,
@@ -55,7 +71,7 @@ export function sshConfigEntryViaJump(e: JumpEntry): string {
     ...(e.proxyJump === null ? [] : [`  ProxyJump ${e.proxyJump}`]),
     `  IdentityFile ${configPath(e.identityFile)}`,
     '  IdentitiesOnly yes',
-    // the port is the box's and gets reused: the key is filed under the alias, in a file of its own
+    // the port gets reused: the key is filed under the alias, in a file of its own
     `  HostKeyAlias ${e.alias}`,
     `  UserKnownHostsFile ${configPath(e.knownHostsFile)}`,
     '  StrictHostKeyChecking yes',

@@ -21,6 +21,8 @@ export type StartContainerParams = {
   readonly spec: ContainerSpec
   /** how the session commands reach it, stored typed in the session record once it runs */
   readonly access: ContainerAccess
+  /** the image as the user named it; spec.image is its ID (journals written before the pinning lack this) */
+  readonly imageRef?: string
 }
 
 /** The engine client, made when a step first needs it: undoing a journal without a container loads no dockerode. */
@@ -31,8 +33,8 @@ export function startContainerStep(runtime: RuntimeFactory): StepImpl {
     kind: 'start-container',
 
     describe(params: Json): string {
-      const spec = (params as StartContainerParams).spec
-      return `start container ${spec.name} from ${spec.image}`
+      const {spec, imageRef} = params as StartContainerParams
+      return `start container ${spec.name} from ${imageRef ?? spec.image}`
     },
 
     async readPrior(): Promise<Json> {
@@ -40,10 +42,11 @@ export function startContainerStep(runtime: RuntimeFactory): StepImpl {
     },
 
     async apply(ctx: StepContext, params: Json): Promise<Json> {
-      const {spec, access} = params as StartContainerParams
+      const {spec, access, imageRef} = params as StartContainerParams
       const started = await (await runtime()).createAndStart(spec)
       const sshHost = started.sshPort === null ? null : connectHost(started.sshBindAddress ?? spec.sshBindAddress ?? null)
-      ctx.session.container = {id: started.id, name: started.name, image: spec.image, sshPort: started.sshPort, sshHost, ...access}
+      const image = imageRef === undefined ? {image: spec.image} : {image: imageRef, imageId: spec.image}
+      ctx.session.container = {id: started.id, name: started.name, ...image, sshPort: started.sshPort, sshHost, ...access}
       return {id: started.id, name: started.name, sshPort: started.sshPort, sshBindAddress: started.sshBindAddress}
     },
 

@@ -7,12 +7,13 @@
  * what keeps `up` under a second.
  */
 import {type ActiveSession, bringUp, type UpDeps, type UpRequest} from '../apply/bring-up.js'
+import {amendSession} from '../apply/book-store.js'
 import type {SessionRecord} from '../apply/gpu-book.js'
 import {stepFor} from '../apply/steps/registry.js'
 import type {StepImpl} from '../apply/steps/step.js'
 import {tearDown} from '../apply/tear-down.js'
 import type {PreparedContainer, PrepareInput} from './prepare-container.js'
-import {readinessOf} from './readiness.js'
+import {type Ready, readinessOf} from './readiness.js'
 import type {DockerRuntime} from './runtime.js'
 import {containerSteps, type SessionContainer, sessionContainer} from './session-container.js'
 
@@ -51,7 +52,7 @@ export async function launchSession(
   // The wait for the container starts with it: its entrypoint and sshd boot while bring-up sets the GPU-wide
   // settings. Stopped when bring-up fails (it removes the container).
   const stopWaiting = new AbortController()
-  const waiting: {ready?: {readonly describe: string; readonly done: Promise<void>}} = {}
+  const waiting: {ready?: {readonly describe: string; readonly done: Promise<Ready>}} = {}
   const startStep = stepFor(deps.steps, 'start-container')
   const waitingStartStep: StepImpl = {
     ...startStep,
@@ -82,7 +83,14 @@ export async function launchSession(
   try {
     const {describe, done} = waiting.ready!
     hooks.onWait?.(describe)
-    await done
+    const {hostKey} = await done
+    // every later login to this session accepts this key and no other
+    if (hostKey !== null) {
+      active.session.container!.hostKey = hostKey
+      await amendSession(deps.stateDir, active.gpuUuid, active.name, (s) => {
+        if (s.container?.id === active.session.container!.id) s.container.hostKey = hostKey
+      })
+    }
   } catch (error) {
     await tearDown([active.name], {uid: request.owner.uid, isRoot: deps.isRoot}, deps).catch(() => undefined)
     throw error

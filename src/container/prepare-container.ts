@@ -5,16 +5,22 @@
  */
 import {userDirOf} from '../apply/state-dir.js'
 import {ContainerError} from '../core/errors.js'
+import {containerPrivileges} from './container-privileges.js'
 import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'
+import {assertCosplayImage, assertPinnedImage, pinImage} from './image-pin.js'
 import type {BuildEvent} from './runtime.js'
 import {DockerRuntime} from './runtime.js'
 import type {ContainerOptions} from './session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from './ssh-keys.js'
 
 /** What `up` asks for; the image, its reference and the authorized keys are settled here. */
-export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys'> & {
+export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges'> & {
   /** the image the user asked for; null: the default cosplay image */
   readonly imageRef: string | null
+  /** `up --sudo` (already checked against the box's configuration) */
+  readonly sudo: boolean
+  /** this process is the engine (isEngine()): the default image must be the one it built, a user's own runs as the user */
+  readonly inEngine: boolean
   readonly version: string
   readonly stateDir: string
   /** the person who runs up (under sudo, not root): the key folder and key are theirs */
@@ -59,8 +65,14 @@ export async function prepareContainer(
     const base = baseImageFor({})
     input.onBuildStart?.(imageRef, base)
     built = await buildCosplayImage(runtime, {base, tag: imageRef, version: input.version, packageRoot: input.packageRoot, onProgress: input.onBuildProgress})
-    image = await runtime.inspectImage(imageRef)
+    // by the ID the build reported: the tag may have been moved since
+    image = await runtime.inspectImage(built.imageId ?? imageRef)
     if (!image) throw new ContainerError('IMAGE_NOT_FOUND', `the build of ${imageRef} left no image`)
+    if (input.inEngine) pinImage(input.stateDir, imageRef, image.id)
+  }
+  if (input.imageRef === null) {
+    assertCosplayImage(image, imageRef, input.version)
+    if (input.inEngine) assertPinnedImage(input.stateDir, imageRef, image)
   }
   const forCaller = input.callerPublicKeys !== undefined
   const identity = await loadOrCreateSshIdentity({
@@ -70,13 +82,18 @@ export async function prepareContainer(
   })
   // 0: the engine picks a free port at bind time and the start reads it back (inspect). A port chosen here
   // first (get-port) could be taken by a concurrent `up` before Docker binds it.
-  const sshPort = image.hasSshd ? (input.sshPort ?? 0) : null
+  // Through the engine, any image the user names is theirs, whatever its labels say; only the pinned default is ours.
+  const isCosplayImage = input.inEngine ? input.imageRef === null : image.isCosplayImage
+  const privileges = containerPrivileges({sudo: input.sudo, isCosplayImage, inEngine: input.inEngine, owner: input.owner})
+  // nothing runs as root: no sshd (it needs root), sessions go through docker exec
+  const sshPort = image.hasSshd && !privileges.unprivileged ? (input.sshPort ?? 0) : null
   return {
     identity,
     built,
     options: {
       image,
       imageRef,
+      privileges,
       owner: input.owner,
       authorizedKeys: identity.authorizedKeys,
       workspace: input.workspace,

@@ -3,16 +3,24 @@
  * strategies): an ssh login when sshd is published, else the entrypoint having made the session user.
  */
 import {ContainerError} from '../core/errors.js'
+import {UNPRIVILEGED_READY_MARKER} from '../core/names.js'
 import type {DockerRuntime} from './runtime.js'
-import type {SessionContainer} from './session-container.js'
+import {execUserOf, type SessionContainer} from './session-container.js'
+
+/** What the wait learnt: the host key sshd presented at the first login (null without sshd), for later logins to pin. */
+export type Ready = {readonly hostKey: string | null}
 
 export type Readiness = {
   /** for progress: what is awaited */
   readonly describe: string
   /** `signal` stops the wait (the session is being undone) */
-  waitUntilReady(timeoutMs: number, signal?: AbortSignal): Promise<void>
+  waitUntilReady(timeoutMs: number, signal?: AbortSignal): Promise<Ready>
 }
 
+/**
+ * Trust on first use, at the one moment it is safe: the container was created a moment ago from a pinned image,
+ * sshd's host key was generated in it, and nobody but this process has logged in yet.
+ */
 export function sshLogin(container: SessionContainer, privateKey: Buffer | string): Readiness {
   return {
     describe: `ssh on ${container.sshHost}:${container.sshPort}`,
@@ -23,6 +31,7 @@ export function sshLogin(container: SessionContainer, privateKey: Buffer | strin
         {timeoutMs, signal},
       )
       ssh.close()
+      return {hostKey: ssh.hostKey}
     },
   }
 }
@@ -33,16 +42,23 @@ export function entrypointDone(container: SessionContainer, runtime: DockerRunti
     describe: `the entrypoint of ${container.name}`,
     async waitUntilReady(timeoutMs, signal) {
       const deadline = Date.now() + timeoutMs
+      // nothing runs as root there: no user to make, the entrypoint says it is done in a folder it can write
+      const done = container.unprivileged
+        ? async () =>
+            (await runtime.exec(container.id, ['test', '-f', UNPRIVILEGED_READY_MARKER], {user: execUserOf(container)}).catch(() => null))?.exitCode === 0
+        : async () => {
+            const marker = await runtime.exec(container.id, ['test', '-f', '/etc/gpu-cosplay/permit-user-environment']).catch(() => null)
+            const who = marker?.exitCode === 0 ? await runtime.exec(container.id, ['id', '-u', container.user]).catch(() => null) : null
+            return who?.exitCode === 0
+          }
       while (Date.now() < deadline) {
         signal?.throwIfAborted()
-        const marker = await runtime.exec(container.id, ['test', '-f', '/etc/gpu-cosplay/permit-user-environment']).catch(() => null)
-        const who = marker?.exitCode === 0 ? await runtime.exec(container.id, ['id', '-u', container.user]).catch(() => null) : null
-        if (who?.exitCode === 0) return
+        if (await done()) return {hostKey: null}
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
       throw new ContainerError(
         'CONTAINER_NOT_READY',
-        `the entrypoint of ${container.session} did not create user ${container.user} within ${Math.round(timeoutMs / 1000)} s`,
+        `the entrypoint of ${container.session} did not ${container.unprivileged ? 'finish' : `create user ${container.user}`} within ${Math.round(timeoutMs / 1000)} s`,
         {
           fix: [`look at its log: docker logs ${container.name}`],
         },

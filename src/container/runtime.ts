@@ -72,6 +72,13 @@ export type ContainerSpec = {
   cmd?: readonly string[]
   /** docker --init (tini from the engine), for images without their own */
   init?: boolean
+  /** 'uid:gid' the container's processes run as; absent: the image's user */
+  user?: string
+  /** Linux capabilities taken away ('ALL') and given back, e.g. ['CHOWN']; absent: Docker's default set */
+  capDrop?: readonly string[]
+  capAdd?: readonly string[]
+  /** no process in the container gains privileges through execve (setuid files such as sudo do nothing) */
+  noNewPrivileges?: boolean
 }
 
 export type StartedContainer = {
@@ -280,32 +287,9 @@ export class DockerRuntime {
    * error leaves, so a failed call leaves nothing behind.
    */
   async createAndStart(spec: ContainerSpec): Promise<StartedContainer> {
-    const env: Record<string, string> = {...spec.env}
-    // A device request sets NVIDIA_VISIBLE_DEVICES for PID 1 only; in Config.Env `docker exec` sees it too.
-    if (spec.deviceIds && spec.deviceIds.length > 0 && env.NVIDIA_VISIBLE_DEVICES === undefined) {
-      env.NVIDIA_VISIBLE_DEVICES = spec.deviceIds.join(',')
-    }
+    const options = containerCreateOptions(spec)
     const publish = spec.sshPort !== null
     const bindAddress = spec.sshBindAddress ?? '127.0.0.1'
-    const options: Docker.ContainerCreateOptions = {
-      name: spec.name,
-      Image: spec.image,
-      Labels: {...spec.labels},
-      Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
-      ...(spec.entrypoint ? {Entrypoint: [...spec.entrypoint]} : {}),
-      ...(spec.cmd ? {Cmd: [...spec.cmd]} : {}),
-      ...(publish ? {ExposedPorts: {'22/tcp': {}}} : {}),
-      HostConfig: {
-        ...(publish ? {PortBindings: {'22/tcp': [{HostIp: bindAddress, HostPort: spec.sshPort ? String(spec.sshPort) : ''}]}} : {}),
-        Binds: [...(spec.binds ?? [])],
-        ...(spec.shmSizeBytes ? {ShmSize: spec.shmSizeBytes} : {}),
-        ...(spec.init ? {Init: true} : {}),
-        // No Count together with DeviceIDs: the engine accepts it at create and fails at start.
-        ...(spec.deviceIds && spec.deviceIds.length > 0
-          ? {DeviceRequests: [{Driver: 'nvidia', DeviceIDs: [...spec.deviceIds], Capabilities: [['gpu', 'compute', 'utility']]}]}
-          : {}),
-      },
-    }
     const creating = Date.now()
     let container: Docker.Container
     try {
@@ -440,6 +424,40 @@ export class DockerRuntime {
     }
     debug('%s: %O', what, error)
     return new ContainerError(code, `${what}: ${engineMessage(error)}`, {cause: error})
+  }
+}
+
+/** What `docker create` gets for a spec: the engine's API shape, without the call (unit-tested as data). */
+export function containerCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOptions {
+  const env: Record<string, string> = {...spec.env}
+  // A device request sets NVIDIA_VISIBLE_DEVICES for PID 1 only; in Config.Env `docker exec` sees it too.
+  if (spec.deviceIds && spec.deviceIds.length > 0 && env.NVIDIA_VISIBLE_DEVICES === undefined) {
+    env.NVIDIA_VISIBLE_DEVICES = spec.deviceIds.join(',')
+  }
+  const publish = spec.sshPort !== null
+  const bindAddress = spec.sshBindAddress ?? '127.0.0.1'
+  return {
+    name: spec.name,
+    Image: spec.image,
+    Labels: {...spec.labels},
+    Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
+    ...(spec.user ? {User: spec.user} : {}),
+    ...(spec.entrypoint ? {Entrypoint: [...spec.entrypoint]} : {}),
+    ...(spec.cmd ? {Cmd: [...spec.cmd]} : {}),
+    ...(publish ? {ExposedPorts: {'22/tcp': {}}} : {}),
+    HostConfig: {
+      ...(publish ? {PortBindings: {'22/tcp': [{HostIp: bindAddress, HostPort: spec.sshPort ? String(spec.sshPort) : ''}]}} : {}),
+      Binds: [...(spec.binds ?? [])],
+      ...(spec.shmSizeBytes ? {ShmSize: spec.shmSizeBytes} : {}),
+      ...(spec.init ? {Init: true} : {}),
+      ...(spec.capDrop ? {CapDrop: [...spec.capDrop]} : {}),
+      ...(spec.capAdd ? {CapAdd: [...spec.capAdd]} : {}),
+      ...(spec.noNewPrivileges ? {SecurityOpt: ['no-new-privileges:true']} : {}),
+      // No Count together with DeviceIDs: the engine accepts it at create and fails at start.
+      ...(spec.deviceIds && spec.deviceIds.length > 0
+        ? {DeviceRequests: [{Driver: 'nvidia', DeviceIDs: [...spec.deviceIds], Capabilities: [['gpu', 'compute', 'utility']]}]}
+        : {}),
+    },
   }
 }
 

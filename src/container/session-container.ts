@@ -7,9 +7,10 @@ import path from 'node:path'
 import type {ContainerAccess, ContainerRecord, SessionRecord} from '../apply/gpu-book.js'
 import type {PlannedStep} from '../apply/steps/step.js'
 import {ContainerError} from '../core/errors.js'
-import {CONTAINER_MPS_DIRS, COSTUME_ENV, LABELS} from '../core/names.js'
+import {CONTAINER_MPS_DIRS, COSTUME_ENV, LABELS, UNPRIVILEGED_MPS_DIRS} from '../core/names.js'
 import type {HostGpu} from '../host/types.js'
 import {costumeEnv} from '../plan/costume-env.js'
+import type {ContainerPrivileges} from './container-privileges.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
 import {physicalMiBOf} from '../plan/physical-memory.js'
 
@@ -17,9 +18,12 @@ import {physicalMiBOf} from '../plan/physical-memory.js'
 export const COSPLAY_DIR = '/opt/gpu-cosplay'
 
 export type ContainerOptions = {
+  /** the container is created from image.id, so a tag moved meanwhile changes nothing */
   readonly image: ImageInfo
   /** the image reference the user gave or the default tag */
   readonly imageRef: string
+  /** how much root the container holds (container-privileges.ts) */
+  readonly privileges: ContainerPrivileges
   readonly owner: {readonly uid: number; readonly gid: number; readonly user: string}
   readonly authorizedKeys: readonly string[]
   /** host folder mounted at /workspace (absolute) */
@@ -62,9 +66,12 @@ export function containerSteps(options: ContainerOptions, impl: PlannedStep['imp
       uid: options.owner.uid,
       gid: options.owner.gid,
       workspace: options.workspace,
+      sudo: options.privileges.sudo,
+      unprivileged: options.privileges.unprivileged,
     }
-    const withSecrets: PlannedStep['impl'] = {...impl, apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access}, prior)}
-    return [{impl: withSecrets, params: {spec: recorded, access}}]
+    const imageRef = options.imageRef
+    const withSecrets: PlannedStep['impl'] = {...impl, apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access, imageRef}, prior)}
+    return [{impl: withSecrets, params: {spec: recorded, access, imageRef}}]
   }
 }
 
@@ -73,9 +80,11 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
   const physicalMiB = physicalMiBOf(plan, live.memoryTotalMiB)
   const device = session.mig?.uuid ?? live.uuid
   const user = containerUserName(o.owner.user)
+  const privileges = o.privileges
   const env: Record<string, string> = {
     ...costumeEnv(plan, {hasTf32: o.hasTf32}, physicalMiB, session.name),
     ...o.env,
+    ...privileges.env,
     NVIDIA_VISIBLE_DEVICES: device,
     GPU_COSPLAY_USER: user,
     GPU_COSPLAY_UID: String(o.owner.uid),
@@ -83,20 +92,23 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     GPU_COSPLAY_SSH_PUBKEY: o.authorizedKeys.join('\n'),
     // which names came from --env, so the entrypoint hands exactly those (and its own) to ssh sessions
     GPU_COSPLAY_USER_ENV_NAMES: Object.keys(o.env).join(' '),
-    ...mpsEnv(plan),
+    ...mpsEnv(plan, privileges.unprivileged),
   }
   const binds = [`${o.workspace}:/workspace`, ...o.volumes]
-  const byo = !o.image.isCosplayImage
+  // an image of someone else's, or one whose baked entrypoint would expect root: ours is mounted
+  const byo = !o.image.isCosplayImage || privileges.unprivileged
   if (byo) {
     binds.push(`${path.join(o.packageRoot, 'docker', 'entrypoint.sh')}:${COSPLAY_DIR}/entrypoint.sh:ro`)
     binds.push(`${path.join(o.packageRoot, 'runtime-hooks')}:${COSPLAY_DIR}/hooks:ro`)
     // docker exec sees Config.Env only: put the shim first on PATH there too
     const imagePath = o.image.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
     if (env.PATH === undefined) env.PATH = `${COSPLAY_DIR}/bin:${imagePath}`
+    // an entrypoint that is not root cannot link the shim into the image: Docker mounts it there instead
+    if (privileges.unprivileged) binds.push(`${path.join(o.packageRoot, 'runtime-hooks', 'nvidia-smi')}:${COSPLAY_DIR}/bin/nvidia-smi:ro`)
   }
   return {
     name: containerNameFor(session.name),
-    image: o.imageRef,
+    image: o.image.id,
     labels: {
       [LABELS.session]: session.name,
       [LABELS.owner]: String(o.owner.uid),
@@ -112,19 +124,29 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     binds,
     ...(o.shmSizeBytes ? {shmSizeBytes: o.shmSizeBytes} : {}),
     ...(byo ? {entrypoint: [`${COSPLAY_DIR}/entrypoint.sh`], cmd: [], init: true} : {}),
+    ...(privileges.user ? {user: privileges.user} : {}),
+    ...(privileges.capDrop ? {capDrop: privileges.capDrop} : {}),
+    ...(privileges.capAdd ? {capAdd: privileges.capAdd} : {}),
+    noNewPrivileges: privileges.noNewPrivileges,
   }
 }
 
 /** The session's MPS limits for the entrypoint, which starts the daemon inside the container as the session user. */
-function mpsEnv(plan: SessionRecord['plan']): Record<string, string> {
+function mpsEnv(plan: SessionRecord['plan'], unprivileged: boolean): Record<string, string> {
   if (!plan.mps) return {}
+  const dirs = unprivileged ? UNPRIVILEGED_MPS_DIRS : CONTAINER_MPS_DIRS
   return {
     [COSTUME_ENV.mpsThreadPct]: String(plan.mps.activeThreadPercentage),
     [COSTUME_ENV.mpsPinnedMemLimitMiB]: String(plan.mps.pinnedMemLimitMiB),
     // in Config.Env, so `docker exec` clients find the daemon too
-    CUDA_MPS_PIPE_DIRECTORY: CONTAINER_MPS_DIRS.pipe,
-    CUDA_MPS_LOG_DIRECTORY: CONTAINER_MPS_DIRS.log,
+    CUDA_MPS_PIPE_DIRECTORY: dirs.pipe,
+    CUDA_MPS_LOG_DIRECTORY: dirs.log,
   }
+}
+
+/** Who `docker exec` runs as: the account the entrypoint made, or (nothing ran as root to make one) the bare uid:gid. */
+export function execUserOf(c: ContainerRecord): string {
+  return c.unprivileged ? `${c.uid}:${c.gid}` : c.user
 }
 
 /** How to reach a session's container: its typed record in the session, with the session's name. */

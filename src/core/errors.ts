@@ -51,10 +51,10 @@ export class StateError extends CosplayError {
   }
 }
 
-/** Docker or ssh failed. */
+/** Docker or ssh failed (exit 5), or the container asked for is not allowed here (exit 4). */
 export class ContainerError extends CosplayError {
-  constructor(code: string, message: string, options?: ErrorOptions) {
-    super(code, message, 5, options)
+  constructor(code: string, message: string, options: ErrorOptions & {exit?: ExitCode} = {}) {
+    super(code, message, options.exit ?? 5, options)
   }
 }
 

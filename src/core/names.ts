@@ -49,6 +49,10 @@ export const COSTUME_ENV = {
 
 /** Where a container's MPS daemon keeps its pipe and log (the entrypoint makes them, owned by the session user). */
 export const CONTAINER_MPS_DIRS = {pipe: '/run/gpu-cosplay/mps/pipe', log: '/run/gpu-cosplay/mps/log'} as const
+/** The same for a container where nothing runs as root: folders its user can make. */
+export const UNPRIVILEGED_MPS_DIRS = {pipe: '/tmp/gpu-cosplay/mps/pipe', log: '/tmp/gpu-cosplay/mps/log'} as const
+/** What the entrypoint writes once a container where nothing runs as root is set up (readiness waits for it). */
+export const UNPRIVILEGED_READY_MARKER = '/tmp/gpu-cosplay/ready'
 
 export const STEP_KINDS = ['set-persistence', 'enable-mig', 'create-gi', 'create-ci', 'lock-clocks', 'set-power-limit', 'start-mps', 'start-container'] as const
 export type StepKind = (typeof STEP_KINDS)[number]

@@ -10,6 +10,8 @@ jest.setTimeout(60_000)
 afterAll(cleanupTemps)
 
 const hasSsh = spawnSync('ssh', ['-V']).status === 0
+/** the container's sshd host key as `up` records it at its first login */
+const HOST_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBXjYQ5dpTR3ynx2PsTpvmLUh+5pWz16eOu3kD3YdvJ1'
 
 /** A session as `up` records it once its container runs with sshd on `port` (no Docker needed to read it back). */
 function sessionWithSsh(env: Env, name: string, port: number): void {
@@ -26,6 +28,7 @@ function sessionWithSsh(env: Env, name: string, port: number): void {
       uid: 1000,
       gid: 1000,
       workspace: null,
+      hostKey: HOST_KEY,
     }
     session.journal.push({
       kind: 'start-container',
@@ -44,14 +47,21 @@ function resolvedPort(env: Env, host: string): string | undefined {
 }
 
 describe('ssh-config', () => {
-  it('prints the Host entry on stdout by default, and writes nothing', () => {
+  it("prints the Host entry on stdout by default, and writes only the file that pins the session's host key", () => {
     const env = Sim.create('h200', 1).env()
     sessionWithSsh(env, 'demo', 40022)
     const result = runCli(['ssh-config', 'demo'], env)
     expect(result.exitCode).toBe(0)
     expect(result.stdout).toMatch(/^Host gpu-cosplay-demo$/m)
     expect(result.stdout).toMatch(/^ {2}Port 40022$/m)
-    expect(() => readdirSync(join(env.HOME!, '.ssh'))).toThrow()
+    expect(result.stdout).toMatch(/^ {2}StrictHostKeyChecking yes$/m)
+    expect(result.stdout).not.toMatch(/StrictHostKeyChecking no|\/dev\/null/)
+    expect(readdirSync(join(env.HOME!, '.ssh'))).toEqual(['gpu-cosplay'])
+    expect(readdirSync(join(env.HOME!, '.ssh', 'gpu-cosplay'))).toEqual(['gpu-cosplay-demo.known_hosts'])
+    const known = join(env.HOME!, '.ssh', 'gpu-cosplay', 'gpu-cosplay-demo.known_hosts')
+    expect(readFileSync(known, 'utf8')).toBe(`gpu-cosplay-demo ${HOST_KEY}\n`)
+    expect(result.stdout).toContain(`UserKnownHostsFile ${known}`)
+    expect(runJson(['ssh-config', 'demo'], env).json).toMatchObject({hostKey: HOST_KEY, knownHostsFile: known})
   })
 
   ;(hasSsh ? it : it.skip)('--install twice with a new port in between: OpenSSH (ssh -G) resolves the new port, not a stale one', () => {

@@ -3,12 +3,13 @@
  * the cosplay image built by the tool on the local Debian base, `up 3090` on a simulated H200, ssh and exec
  * into it, verify, a BYO image without sshd, `down`, a kill -9 mid-`up` then `recover`, and Docker down.
  */
+import {spawnSync} from 'node:child_process'
 import {statSync, writeFileSync} from 'node:fs'
 import {jest} from '@jest/globals'
 import {join} from 'node:path'
 
 import {baseImageFor, defaultImageTag} from '../../src/container/cosplay-image.js'
-import {BASE_IMAGE, containersOf, docker, NO_SSHD_IMAGE, UID, version, waitFor, World} from './support.js'
+import {BASE_IMAGE, containersOf, docker, NO_SSHD_IMAGE, UID, USER, version, waitFor, World} from './support.js'
 
 jest.setTimeout(180_000)
 
@@ -71,6 +72,7 @@ describe('a session', () => {
   it('up 3090, reached over ssh and exec as the user, verified, then down leaves nothing', () => {
     const before = world.gpuState()
     const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace])
+    expect(up.json.error).toBeUndefined()
     expect(up.exitCode).toBe(0)
     expect(up.json.container.sshPort).toEqual(expect.any(Number))
     expect(up.json.container.user).toBe('cosplayer')
@@ -80,6 +82,27 @@ describe('a session', () => {
     expect(labels).toMatchObject({'io.gpu-cosplay.session': world.id, 'io.gpu-cosplay.owner': String(UID), 'io.gpu-cosplay.mig-uuid': up.json.mig.uuid})
 
     expect(world.cli(['ssh', world.id, '--', 'id', '-u']).stdout.trim()).toBe(String(UID))
+    // the container grants no root: no sudo, no-new-privileges, no capabilities, and a setuid file made in the
+    // workspace is the user's, not root's
+    expect(up.json.container).toMatchObject({
+      sudo: false,
+      unprivileged: false,
+      imageId: expect.stringMatching(/^sha256:/),
+      hostKey: expect.stringMatching(/^ssh-/),
+    })
+    expect(world.cli(['ssh', world.id, '--', 'sudo -n true']).exitCode).not.toBe(0)
+    expect(world.cli(['ssh', world.id, '--', 'grep NoNewPrivs /proc/self/status']).stdout).toMatch(/NoNewPrivs:\s+1/)
+    expect(world.cli(['ssh', world.id, '--', 'grep CapEff /proc/self/status']).stdout).toMatch(/CapEff:\s+0{16}\b/)
+    expect(world.cli(['ssh', world.id, '--', 'cp /bin/sh /workspace/suid-sh && chmod u+s /workspace/suid-sh']).exitCode).toBe(0)
+    const suid = statSync(join(world.workspace, 'suid-sh'))
+    expect({uid: suid.uid, setuid: (suid.mode & 0o4000) !== 0}).toEqual({uid: UID, setuid: true})
+    const created = JSON.parse(docker(['inspect', '-f', '{{json .HostConfig}}', up.json.container.id]))
+    expect(created).toMatchObject({
+      CapDrop: ['ALL'],
+      CapAdd: ['CHOWN', 'SETUID', 'SETGID', 'SYS_CHROOT', 'AUDIT_WRITE'],
+      SecurityOpt: ['no-new-privileges:true'],
+    })
+    expect(docker(['inspect', '-f', '{{.Image}}', up.json.container.id]).trim()).toBe(up.json.container.imageId)
     // NAME may be left out: the user has one session
     expect(world.cli(['ssh', '--', 'printenv', 'GPU_COSPLAY_NAME']).stdout.trim()).toBe('NVIDIA GeForce RTX 3090')
     expect(world.cli(['ssh', world.id, '--', 'exit 7']).exitCode).toBe(7)
@@ -101,8 +124,27 @@ describe('a session', () => {
     expect(status).toMatchObject({env: 'PASS', user: 'PASS', 'shim.shadows': 'PASS', 'shim.output': 'PASS', 'hook.loaded': 'PASS', torch: 'SKIP'})
     expect(verify.json.summary.FAIL).toBe(0)
 
+    // the plain ssh line up printed pins the key too (its known_hosts file was written by up)
+    const plain = spawnSync('runuser', ['-u', USER, '--', 'sh', '-c', `${up.json.container.connect.ssh} id -u`], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    expect({out: plain.stdout.trim(), err: plain.stderr}).toEqual({out: String(UID), err: ''})
     const config = world.json(['ssh-config'])
     expect(config.json.entry).toContain(`Port ${up.json.container.sshPort}`)
+    expect(config.json.hostKey).toBe(up.json.container.hostKey)
+    // the real OpenSSH client, as the user, through the entry: the recorded host key is pinned, strictly
+    const entryFile = join(world.home, 'ssh_config')
+    writeFileSync(entryFile, `${config.json.entry}\n`)
+    const viaOpenSsh = spawnSync('runuser', ['-u', USER, '--', 'ssh', '-F', entryFile, '-o', 'BatchMode=yes', config.json.host, 'id -u'], {encoding: 'utf8'})
+    expect({out: viaOpenSsh.stdout.trim(), err: viaOpenSsh.stderr}).toEqual({out: String(UID), err: ''})
+    // a login shell on a pty (sshd writes its audit record then: AUDIT_WRITE)
+    const onPty = spawnSync('runuser', ['-u', USER, '--', 'ssh', '-tt', '-F', entryFile, '-o', 'BatchMode=yes', config.json.host, 'tty'], {encoding: 'utf8'})
+    expect({out: onPty.stdout.trim(), code: onPty.status}).toEqual({out: expect.stringMatching(/^\/dev\/pts\/\d+$/), code: 0})
+    // another key on file for the alias: OpenSSH refuses to connect
+    writeFileSync(config.json.knownHostsFile, `${config.json.host} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBXjYQ5dpTR3ynx2PsTpvmLUh+5pWz16eOu3kD3YdvJ1\n`)
+    const spoofed = spawnSync('runuser', ['-u', USER, '--', 'ssh', '-F', entryFile, '-o', 'BatchMode=yes', config.json.host, 'true'], {encoding: 'utf8'})
+    expect(spoofed.status).toBe(255)
 
     // a fit report line as the hook writes it, read from the workspace on the host
     world.cli(['exec', world.id, '--', 'mkdir', '-p', '/workspace/.gpu-cosplay'])
@@ -116,6 +158,15 @@ describe('a session', () => {
     expect(containersOf(world.id)).toEqual([])
     expect(world.gpuState()).toEqual(before)
     expect(world.leftovers()).toEqual({sessions: [], leases: []})
+  })
+
+  it('up --sudo gives the session user sudo (outside the engine: that user has Docker already)', () => {
+    const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--sudo'])
+    expect(up.exitCode).toBe(0)
+    expect(up.json.container.sudo).toBe(true)
+    expect(world.cli(['ssh', world.id, '--', 'sudo -n id -u']).stdout.trim()).toBe('0')
+    expect(world.json(['down', world.id]).exitCode).toBe(0)
+    expect(containersOf(world.id)).toEqual([])
   })
 
   it('a BYO image without sshd works through docker exec', () => {

@@ -275,6 +275,121 @@ class SshdSetupTest(unittest.TestCase):
         self.assertIn("PermitUserEnvironment none", read(os.path.join(self.root, "etc/gpu-cosplay/sshd_config")).split("\n"))
 
 
+@unittest.skipUnless(shutil.which("bash"), "needs bash")
+class RootWithoutSudoTest(unittest.TestCase):
+    """What a session user may do as root: nothing, unless `up --sudo` asked the entrypoint (GPU_COSPLAY_GRANT_SUDO=1).
+    And root itself, without CAP_DAC_OVERRIDE, writes only into folders it owns: homes are handed over last."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-root-")
+        os.makedirs(os.path.join(self.root, "etc/sudoers.d"))
+        self.sudoers = os.path.join(self.root, "etc/sudoers.d/gpu-cosplay")
+        self.env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1"}
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def bash(self, script, **extra):
+        result = subprocess.run(["bash", "-c", 'set -euo pipefail; . "$1"; set -euo pipefail; ' + script, "entrypoint", ENTRYPOINT],
+                                env={**self.env, **extra}, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    @unittest.skipUnless(shutil.which("sudo"), "needs sudo on PATH (grant_sudo checks for it)")
+    def test_sudoers_entry_only_when_asked(self):
+        self.bash("grant_sudo alice", GPU_COSPLAY_GRANT_SUDO="1")
+        self.assertEqual(read(self.sudoers), "alice ALL=(ALL) NOPASSWD:ALL\n")
+        self.assertEqual(os.stat(self.sudoers).st_mode & 0o777, 0o440)
+        for value in (None, "0", "yes"):
+            extra = {} if value is None else {"GPU_COSPLAY_GRANT_SUDO": value}
+            self.bash("grant_sudo alice", **extra)
+            self.assertFalse(os.path.exists(self.sudoers), value)
+
+    def test_the_variable_is_the_entrypoints_own_and_never_reaches_sessions(self):
+        self.bash("write_session_env /home/u", GPU_COSPLAY_GRANT_SUDO="1", GPU_COSPLAY_NAME="x")
+        self.assertNotIn("GPU_COSPLAY_GRANT_SUDO", read(os.path.join(self.root, "home/u/.ssh/environment")))
+        self.assertNotIn("GPU_COSPLAY_GRANT_SUDO", read(os.path.join(self.root, "etc/profile.d/gpu-cosplay.sh")))
+
+    @unittest.skipUnless(os.getuid() == 0, "needs root to hand files to another user")
+    def test_an_existing_home_is_taken_for_the_set_up_and_handed_back_last(self):
+        nobody = pwd.getpwnam("nobody")
+        home = os.path.join(self.root, "home/img")
+        os.makedirs(os.path.join(home, ".ssh"))
+        with open(os.path.join(home, ".ssh/authorized_keys"), "w") as f:
+            f.write("old\n")
+        for path in (home, os.path.join(home, ".ssh"), os.path.join(home, ".ssh/authorized_keys")):
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        os.chmod(home, 0o750)
+        os.chmod(os.path.join(home, ".ssh"), 0o700)
+        seen = self.bash('HOME_CREATED=0; take_home /home/img; stat -c %u "$ROOT/home/img" "$ROOT/home/img/.ssh";'
+                         'install_pubkey "$ROOT/home/img"; hand_home_over /home/img "$2" "$3"'.replace('"$2" "$3"', "%d %d" % (nobody.pw_uid, nobody.pw_gid)),
+                         GPU_COSPLAY_SSH_PUBKEY="ssh-ed25519 AAAA new")
+        self.assertEqual(seen.stdout.split(), ["0", "0"])  # root's while it writes
+        for path in (home, os.path.join(home, ".ssh"), os.path.join(home, ".ssh/authorized_keys")):
+            self.assertEqual(os.stat(path).st_uid, nobody.pw_uid, path)
+        self.assertEqual(read(os.path.join(home, ".ssh/authorized_keys")), "ssh-ed25519 AAAA new\n")
+
+    @unittest.skipUnless(os.getuid() == 0, "needs root to hand files to another user")
+    def test_a_new_home_is_handed_over_whole(self):
+        home = os.path.join(self.root, "home/new")
+        os.makedirs(os.path.join(home, ".ssh"))
+        open(os.path.join(home, ".bashrc"), "w").close()
+        self.bash("HOME_CREATED=1; take_home /home/new; hand_home_over /home/new 4321 4322")
+        for path in (home, os.path.join(home, ".ssh"), os.path.join(home, ".bashrc")):
+            self.assertEqual((os.stat(path).st_uid, os.stat(path).st_gid), (4321, 4322), path)
+
+
+@unittest.skipUnless(shutil.which("bash"), "needs bash")
+class UnprivilegedStartTest(unittest.TestCase):
+    """A user's own image through the engine starts the entrypoint as the session user: what it sets up then."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-unpriv-")
+        os.chmod(self.root, 0o755)
+        self.record = os.path.join(self.root, "mps-calls.jsonl")
+        open(self.record, "w").close()
+        self.env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1",
+                    "GPU_COSPLAY_HOOKS_DIR": os.path.join(REPO, "runtime-hooks"),
+                    "GPU_COSPLAY_MPS_THREAD_PCT": "25", "GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB": "2048",
+                    "GPU_COSPLAY_MPS_CONTROL": MPS_SIM, "GPU_COSPLAY_SIM_MPS_LOG": self.record}
+
+    def tearDown(self):
+        pipe = os.path.join(self.root, "tmp/gpu-cosplay/mps/pipe")
+        if os.path.exists(os.path.join(pipe, "control")):
+            subprocess.run([MPS_SIM], input="quit\n", env={"CUDA_MPS_PIPE_DIRECTORY": pipe}, capture_output=True)
+        shutil.rmtree(self.root)
+
+    def test_mps_under_tmp_as_the_user_then_the_ready_marker(self):
+        # (the hooks go into this machine's pythons otherwise: install_pth is tested on its own)
+        script = '. "$1"; install_python_hooks_once() { :; }; setup_unprivileged "$(id -u)" "$(id -g)"; stop_mps'
+        result = subprocess.run(["bash", "-c", script, "entrypoint", ENTRYPOINT], env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        base = os.path.join(self.root, "tmp/gpu-cosplay")
+        self.assertTrue(os.path.exists(os.path.join(base, "ready")))
+        self.assertEqual(read(os.path.join(base, "mps/status")).strip(), "running")
+        with open(self.record) as f:
+            calls = [json.loads(line) for line in f]
+        self.assertEqual(calls[0]["command"], "-d")
+        self.assertEqual({c["pipeDirectory"] for c in calls}, {os.path.join(base, "mps/pipe")})
+        self.assertEqual({c["uid"] for c in calls}, {os.getuid()})
+        self.assertIn("nothing as root", result.stderr)
+
+    def test_an_unwritable_site_packages_is_a_warning_not_a_failure(self):
+        site = os.path.join(self.root, "site")
+        with open(site, "w") as f:  # a file where the folder should be: mkdir fails, as in a folder root does not own
+            f.write("")
+        script = '. "$1"; install_pth "$GPU_COSPLAY_HOOKS_DIR" "$ROOT/site/python3.11" /usr/bin/python3; echo went on'
+        result = subprocess.run(["bash", "-c", "set -euo pipefail; " + script, "entrypoint", ENTRYPOINT], env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), "went on")
+        self.assertIn("/usr/bin/python3 runs without the costume hooks", result.stderr)
+
+    def test_a_writable_site_packages_gets_the_hook(self):
+        script = '. "$1"; install_pth "$GPU_COSPLAY_HOOKS_DIR" "$ROOT/site" python3'
+        subprocess.run(["bash", "-c", script, "entrypoint", ENTRYPOINT], env=self.env, check=True, timeout=60)
+        self.assertEqual(read(os.path.join(self.root, "site/gpu_cosplay.pth")).split("\n")[0], self.env["GPU_COSPLAY_HOOKS_DIR"])
+
+
 def is_gone(pid, timeout_s=10.0):
     """True once pid has exited (a zombie waiting for its reaper counts as exited)."""
     deadline = time.time() + timeout_s

@@ -11,7 +11,7 @@ import type {SessionRecord} from '../../apply/gpu-book.js'
 import {pickSession} from '../../container/pick-session.js'
 import {DockerRuntime} from '../../container/runtime.js'
 import type {SshSession} from '../../container/ssh-client.js'
-import {type SessionContainer, sessionContainer} from '../../container/session-container.js'
+import {execUserOf, type SessionContainer, sessionContainer} from '../../container/session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../../container/ssh-keys.js'
 import {ContainerError, InputError} from '../../core/errors.js'
 import {actsForCaller} from '../../core/box-config.js'
@@ -38,12 +38,25 @@ export function identityFor(access: SessionAccess): Promise<SshIdentity> {
   return loadOrCreateSshIdentity({userDir: userDirOf(access.stateDir, access.uid), ...(actsForCaller() ? {homeDir: null} : {})})
 }
 
-/** A login to the session's sshd on this host, as its user, with `identity` (this host's key for the session). */
+/**
+ * A login to the session's sshd on this host, as its user, with `identity` (this host's key for the session). The
+ * host key `up` recorded is pinned (SSH_HOST_KEY_MISMATCH otherwise): the port is reused once the session ends, and
+ * anything listening there must not get the user's commands. Sessions up'd before the pinning have no key to pin.
+ */
 export async function loginToSession(access: SessionAccess, identity: SshIdentity): Promise<SshSession> {
   const c = access.container
   if (c.sshPort === null || c.sshHost === null) throw new Error(`session ${c.session} publishes no sshd`)
   const {SshSession: Ssh} = await import('../../container/ssh-client.js')
-  return Ssh.connectWithRetry({host: c.sshHost, port: c.sshPort, username: c.user, privateKey: identity.privateKey}, {timeoutMs: 10_000})
+  const target = {host: c.sshHost, port: c.sshPort, username: c.user, privateKey: identity.privateKey}
+  return Ssh.connectWithRetry(c.hostKey === undefined ? target : {...target, hostKey: c.hostKey}, {timeoutMs: 10_000})
+}
+
+/** The session's sshd host key: the one `up` recorded, else (a session up'd before the pinning) what it presents now. */
+export async function sessionHostKey(access: SessionAccess, identity: SshIdentity): Promise<string> {
+  if (access.container.hostKey !== undefined) return access.container.hostKey
+  const ssh = await loginToSession(access, identity)
+  ssh.close()
+  return ssh.hostKey
 }
 
 /** An authorized_keys line of a key type the entrypoint accepts, on one line; anything else is refused before it is sent. */
@@ -95,7 +108,7 @@ export async function execInSession(
     const result = await runtime.exec(access.container.id, argv, {
       tty,
       stdin: io.stdin,
-      user: access.container.user,
+      user: execUserOf(access.container),
       workingDir: '/workspace',
       stdout,
       stderr: io.stderr,

@@ -8,10 +8,9 @@
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
-import {isPublicKeyLine, knownHostsLine, sshConfigEntryViaJump} from '../../container/connect-hints.js'
+import {isPublicKeyLine, sshConfigEntryViaJump} from '../../container/connect-hints.js'
 import {SshSession} from '../../container/ssh-client.js'
-import {writeTextAtomic} from '../../core/json-file.js'
-import {clientKeyDir, type ClientKey, loadOrCreateClientKey} from '../../remote/client-key.js'
+import {type ClientKey, loadOrCreateClientKey} from '../../remote/client-key.js'
 import {hostSlug, proxyJumpFor} from '../../remote/host-url.js'
 import {remoteCommandLine} from '../../remote/remote-command-line.js'
 import {RemoteError} from '../../remote/remote-error.js'
@@ -21,6 +20,7 @@ import {askEngine} from '../../system/ask-engine.js'
 import type {SshTransport} from '../../remote/ssh-transport.js'
 import type {SshConfigResult} from '../ssh-config.js'
 import {withHost} from './forward-to-host.js'
+import {writeSessionKnownHosts} from './session-known-hosts.js'
 import {runOverSsh, streamOnHost} from './terminal-io.js'
 
 /** How to reach a session's sshd from the box, with the host key it presented there. */
@@ -127,8 +127,7 @@ export async function pinnedConfig(
   install: boolean,
 ): Promise<SshConfigResult> {
   const {alias, proxyJump} = via
-  const knownHostsFile = join(clientKeyDir(sshDir), `${alias}.known_hosts`)
-  writeTextAtomic(knownHostsFile, `${knownHostsLine(alias, sshd.hostKey)}\n`, 0o600)
+  const knownHostsFile = writeSessionKnownHosts(sshDir, alias, sshd.hostKey)
   const entry = sshConfigEntryViaJump({
     alias,
     hostName: sshd.hostName,

@@ -9,7 +9,8 @@ import {join} from 'node:path'
 
 import {afterAll, describe, expect, it} from '@jest/globals'
 
-import {configPath, isPublicKeyLine, knownHostsLine, sshConfigEntryViaJump} from '../../../src/container/connect-hints.js'
+import {configPath, connectHints, isPublicKeyLine, knownHostsLine, sshConfigEntryViaJump} from '../../../src/container/connect-hints.js'
+import type {SessionContainer} from '../../../src/container/session-container.js'
 
 const hasSsh = spawnSync('ssh', ['-V']).status === 0
 const dir = mkdtempSync(join(tmpdir(), 'gpu-cosplay-hints-'))
@@ -63,6 +64,30 @@ describe('sshConfigEntryViaJump', () => {
   it('refuses a path ssh_config cannot hold', () => {
     expect(() => configPath('/tmp/a"b')).toThrow(expect.objectContaining({code: 'BAD_PATH'}))
     expect(configPath('/tmp/100%')).toBe('/tmp/100%%')
+  })
+})
+
+describe('a session on this machine', () => {
+  const container = {session: 'alice-rtx_3090', sshHost: '127.0.0.1', sshPort: 32772, user: 'alice'} as SessionContainer
+  const knownHosts = '/home/al ice/.ssh/gpu-cosplay/gpu-cosplay-alice-rtx_3090.known_hosts'
+  const hints = connectHints(container, '/home/al ice/.ssh/id_ed25519', knownHosts)
+
+  ;(hasSsh ? it : it.skip)('its Host entry pins the host key under the alias, strictly, in a file of its own', () => {
+    const got = resolved(hints.sshConfig!, 'gpu-cosplay-alice-rtx_3090')
+    expect(got).toMatchObject({hostname: '127.0.0.1', port: '32772', user: 'alice', hostkeyalias: 'gpu-cosplay-alice-rtx_3090', stricthostkeychecking: 'true'})
+    expect(got.userknownhostsfile).toBe(knownHosts)
+    expect(got.identityfile).toBe('/home/al ice/.ssh/id_ed25519')
+  })
+
+  it('the plain ssh line checks the same pinned key, its words quoted for a shell', () => {
+    expect(hints.ssh).toBe(
+      "ssh -o HostKeyAlias=gpu-cosplay-alice-rtx_3090 -o 'UserKnownHostsFile=/home/al ice/.ssh/gpu-cosplay/gpu-cosplay-alice-rtx_3090.known_hosts' -o StrictHostKeyChecking=yes -p 32772 -i '/home/al ice/.ssh/id_ed25519' alice@127.0.0.1",
+    )
+    expect(hints.sshConfig).not.toMatch(/StrictHostKeyChecking no|\/dev\/null/)
+  })
+
+  it('without sshd (or a pinned key) there is nothing to ssh to', () => {
+    expect(connectHints({...container, sshPort: null}, '/k', null)).toEqual({command: 'gpu-cosplay ssh alice-rtx_3090', ssh: null, sshConfig: null})
   })
 })
 

@@ -56,6 +56,7 @@ describe('fit report', () => {
 describe('the container step as journaled', () => {
   it("records the spec with the user's --env values redacted, and starts the container with the real ones", async () => {
     const {containerSteps, REDACTED} = await import('../../../src/container/session-container.js')
+    const {containerPrivileges} = await import('../../../src/container/container-privileges.js')
     const {planCosplay} = await import('../../../src/plan/plan-cosplay.js')
     const {planHostFromModel} = await import('../../../src/plan/plan-host.js')
     const {target, hostModel} = await import('../plan/catalog-for-tests.js')
@@ -63,8 +64,9 @@ describe('the container step as journaled', () => {
     const session = {name: 's', target: {key: 't4', name: 'Tesla T4'}, plan, mig: {uuid: 'MIG-1'}} as never
     const live = {index: 0, uuid: 'GPU-1', memoryTotalMiB: 143771} as never
     const options = {
-      image: {isCosplayImage: true, env: {}},
+      image: {id: 'sha256:img', isCosplayImage: true, env: {}},
       imageRef: 'img',
+      privileges: containerPrivileges({sudo: false, isCosplayImage: true, inEngine: false, owner: {uid: 1234, gid: 1234}}),
       owner: {uid: 1234, gid: 1234, user: 'alice'},
       authorizedKeys: ['ssh-ed25519 AAAA'],
       workspace: '/w',
@@ -89,6 +91,9 @@ describe('the container step as journaled', () => {
     expect(recorded.env.API_TOKEN).toBe(REDACTED)
     // the tool's own value wins over --env and stays readable for ssh/exec
     expect(recorded.env.GPU_COSPLAY_USER).toBe('alice')
+    // the container is made from the image's ID; the journal names the image as the user did
+    expect(recorded.image).toBe('sha256:img')
+    expect(JSON.parse(JSON.stringify(step.params)).imageRef).toBe('img')
     await step.impl.apply({} as never, step.params, {})
     expect(applied.spec.env.API_TOKEN).toBe('hunter2')
   })
