@@ -238,7 +238,7 @@ async function containerInputFrom(flags: UpFlags, target: Target, version: strin
   return {
     ...(forCaller ? {callerPublicKeys: forCaller.publicKeys} : {}),
     sudo: flags.sudo,
-    inEngine: forCaller !== null,
+    inEngine: engineBoxConfig() !== null,
     imageRef: flags.image ?? null,
     version,
     packageRoot: packageRoot(),
