@@ -195,6 +195,31 @@ describe('two members share the GPU', () => {
     expect(box.cli('b', ['ssh', names.b, '--', 'id', '-u'])).toMatchObject({exitCode: 0, stdout: `${MEMBERS.b.uid}\n`})
   })
 
+  it("B gets no root in B's own container, and no sudo where the box does not allow it", () => {
+    expect(box.cli('b', ['ssh', names.b, '--', 'sudo', '-n', 'true']).exitCode).not.toBe(0)
+    const status = box.cli('b', ['ssh', names.b, '--', 'grep', '-E', '^(NoNewPrivs|CapEff)', '/proc/self/status'])
+    expect(status.stdout.replace(/[ \t]+/g, ' ')).toBe('CapEff: 0000000000000000\nNoNewPrivs: 1\n')
+    // a setuid copy of a shell in the workspace is B's, not root's
+    expect(box.cli('b', ['ssh', names.b, '--', 'cp /bin/sh /workspace/sh && chmod 4755 /workspace/sh']).exitCode).toBe(0)
+    expect(owner(join(box.home(MEMBERS.b.user), 'ws', 'sh'))).toBe(MEMBERS.b.uid)
+    const sudo = box.json('b', ['up', 't4', '--sudo', '--workspace', join(box.home(MEMBERS.b.user), 'ws')])
+    expect({exit: sudo.exitCode, code: sudo.json.error?.code}).toEqual({exit: 4, code: 'CONTAINER_SUDO_NOT_ALLOWED'})
+  })
+
+  it("B's own image runs as B, with nothing of root", () => {
+    const name = `${box.id}i`
+    const up = box.json('b', ['up', 't4', '--name', name, '--image', BASE_IMAGE, '--workspace', join(box.home(MEMBERS.b.user), 'ws')])
+    expect({exit: up.exitCode, error: up.json.error}).toEqual({exit: 0, error: undefined})
+    expect(docker(['inspect', '--format', '{{.Config.User}}', up.json.container.id]).trim()).toBe(`${MEMBERS.b.uid}:${MEMBERS.b.uid}`)
+    // the exec'd command and PID 1 (the entrypoint) alike
+    const ids = box.cli('b', ['exec', name, '--', 'sh', '-c', 'id -u; grep ^Uid: /proc/1/status'])
+    expect({exit: ids.exitCode, out: ids.stdout.replace(/\s+/g, ' ').trim()}).toEqual({
+      exit: 0,
+      out: `${MEMBERS.b.uid} Uid: ${Array(4).fill(MEMBERS.b.uid).join(' ')}`,
+    })
+    expect(box.cli('b', ['down', name]).exitCode).toBe(0)
+  })
+
   it('each takes theirs down; the GPU is as it was found', () => {
     expect(box.cli('a', ['down', names.a]).exitCode).toBe(0)
     expect(box.cli('b', ['down', names.b]).exitCode).toBe(0)
