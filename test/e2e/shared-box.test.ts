@@ -197,7 +197,7 @@ describe('two members share the GPU', () => {
 
   it("B gets no root in B's own container, and no sudo where the box does not allow it", () => {
     expect(box.cli('b', ['ssh', names.b, '--', 'sudo', '-n', 'true']).exitCode).not.toBe(0)
-    const status = box.cli('b', ['ssh', names.b, '--', 'grep', '-E', '^(NoNewPrivs|CapEff)', '/proc/self/status'])
+    const status = box.cli('b', ['ssh', names.b, '--', "grep -E '^(NoNewPrivs|CapEff)' /proc/self/status"])
     expect(status.stdout.replace(/[ \t]+/g, ' ')).toBe('CapEff: 0000000000000000\nNoNewPrivs: 1\n')
     // a setuid copy of a shell in the workspace is B's, not root's
     expect(box.cli('b', ['ssh', names.b, '--', 'cp /bin/sh /workspace/sh && chmod 4755 /workspace/sh']).exitCode).toBe(0)
