@@ -3,11 +3,6 @@
  * directory and the programs root runs. Unprivileged members of the box's group reach the privileged engine (this
  * same CLI, run as root through one exact sudoers rule) and never choose what it runs or reads.
  */
-import fs from 'node:fs'
-
-import {load} from 'js-yaml'
-import {z} from 'zod'
-
 import {HOST_ENV} from './names.js'
 
 export const BOX_CONFIG_DIR = '/etc/gpu-cosplay'
@@ -20,72 +15,37 @@ export const BOX_CONFIG_FILE = `${BOX_CONFIG_DIR}/config.yaml`
 export const ENGINE_ENV = 'GPU_COSPLAY_ENGINE'
 export type EngineMark = 'caller' | 'root'
 
-const absolutePath = z.string().regex(/^\/[^\0\n]*$/, 'an absolute path')
-
-export const BoxConfigSchema = z.strictObject({
-  version: z.literal(1),
+/** What /etc/gpu-cosplay/config.yaml holds (read and validated by read-box-config.ts). */
+export type BoxConfig = {
+  readonly version: 1
   /** members may use the engine */
-  group: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/),
-  stateDir: absolutePath,
-  nvidiaSmi: absolutePath,
-  mpsControl: absolutePath.nullable(),
+  readonly group: string
+  readonly stateDir: string
+  readonly nvidiaSmi: string
+  readonly mpsControl: string | null
   /** the root-owned entry point the sudoers rule names */
-  engine: absolutePath,
+  readonly engine: string
   /** `up --sudo` may give the session user sudo in the container (and with it root over their mounts) */
-  allowContainerSudo: z.boolean(),
-})
-export type BoxConfig = z.infer<typeof BoxConfigSchema>
-
-export type BoxConfigRead = {ok: true; config: BoxConfig} | {ok: false; why: string} | null
-
-/**
- * The installation's configuration: null when the box has none, else the config or why it cannot be trusted
- * (not a regular root-owned file that only root can write, or not valid).
- */
-export function readBoxConfig(file: string = BOX_CONFIG_FILE): BoxConfigRead {
-  let fd: number
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') return null
-    return {ok: false, why: code === 'ELOOP' ? `${file} is a symlink` : `${file} cannot be read (${code ?? 'error'})`}
-  }
-  try {
-    const info = fs.fstatSync(fd)
-    if (!info.isFile()) return {ok: false, why: `${file} is not a regular file`}
-    if (info.uid !== 0 || (info.mode & 0o022) !== 0) {
-      return {ok: false, why: `${file} must belong to root and be writable by root alone (owner uid ${info.uid}, mode ${(info.mode & 0o777).toString(8)})`}
-    }
-    let raw: unknown
-    try {
-      raw = load(fs.readFileSync(fd, 'utf8'))
-    } catch (error) {
-      return {ok: false, why: `${file} is not valid YAML: ${(error as Error).message.split('\n')[0]}`}
-    }
-    const parsed = BoxConfigSchema.safeParse(raw)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      return {ok: false, why: `${file}: field "${issue.path.map(String).join('.')}": ${issue.message}`}
-    }
-    return {ok: true, config: parsed.data}
-  } finally {
-    fs.closeSync(fd)
-  }
+  readonly allowContainerSudo: boolean
 }
 
-let engineConfig: BoxConfig | null | undefined
+let engineConfig: BoxConfig | null = null
 
 /**
- * The configuration when this process is the engine: root, started through the installed entry point. Null for
- * everyone else (a user's own sandbox, root at a shell without an installation).
+ * bin/run.js's engine route hands over the configuration it read and checked (read-box-config.ts), so that the rest
+ * of the CLI knows it is the engine without loading a YAML parser and a schema at every start.
+ */
+export function adoptEngineConfig(config: BoxConfig): void {
+  engineConfig = config
+}
+
+/**
+ * The configuration when this process is the engine: root, started through the installed entry point (or root at a
+ * shell of an installed box). Null for everyone else (a user's own sandbox, root without an installation).
  */
 export function engineBoxConfig(env: Readonly<Record<string, string | undefined>> = process.env): BoxConfig | null {
-  if (engineConfig !== undefined) return engineConfig
   const mark = env[ENGINE_ENV]
-  const read = process.getuid?.() === 0 && (mark === 'caller' || mark === 'root') ? readBoxConfig() : null
-  engineConfig = read?.ok ? read.config : null
-  return engineConfig
+  return process.getuid?.() === 0 && (mark === 'caller' || mark === 'root') ? engineConfig : null
 }
 
 /** Whether this process is the engine: root on an installed box, for a caller or for itself (see engineBoxConfig). */
@@ -124,5 +84,5 @@ export function pinEngineEnvironment(config: BoxConfig, env: NodeJS.ProcessEnv =
 
 /** tests only */
 export function forgetEngineConfig(): void {
-  engineConfig = undefined
+  engineConfig = null
 }

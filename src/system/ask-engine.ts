@@ -5,7 +5,8 @@
  */
 import {spawn} from 'node:child_process'
 
-import {type BoxConfig, readBoxConfig} from '../core/box-config.js'
+import type {BoxConfig} from '../core/box-config.js'
+import {readBoxConfig} from '../core/read-box-config.js'
 import {HOST_ENV} from '../core/names.js'
 import {payloadOf} from '../remote/run-remote.js'
 

@@ -1,7 +1,8 @@
 /** `system status` (and doctor's shared-box line): what `system install` put on this box, and whether it still holds. */
 import fs from 'node:fs'
 
-import {BOX_CONFIG_FILE, type BoxConfig, readBoxConfig} from '../core/box-config.js'
+import {BOX_CONFIG_FILE, type BoxConfig} from '../core/box-config.js'
+import {readBoxConfig} from '../core/read-box-config.js'
 import type {Executor} from '../core/executor.js'
 import {readTextIfExists} from '../core/json-file.js'
 import {renderSudoers, SUDOERS_PATH} from './entry-point.js'

@@ -13,7 +13,8 @@
 import {spawn} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 
-import {ENGINE_ENV, isSandbox, pinBoxPaths, pinEngineEnvironment, readBoxConfig, type BoxConfig} from '../core/box-config.js'
+import {adoptEngineConfig, ENGINE_ENV, isSandbox, pinBoxPaths, pinEngineEnvironment, type BoxConfig} from '../core/box-config.js'
+import {readBoxConfig} from '../core/read-box-config.js'
 
 type Env = NodeJS.ProcessEnv
 
@@ -31,6 +32,7 @@ export async function routeThroughEngine(argv: readonly string[], env: Env = pro
         'ask an admin: sudo gpu-cosplay system install --yes',
       ])
     pinEngineEnvironment(read.config, env)
+    adoptEngineConfig(read.config)
     return null
   }
   delete env[ENGINE_ENV]
@@ -41,6 +43,7 @@ export async function routeThroughEngine(argv: readonly string[], env: Env = pro
     if (read.ok) {
       env[ENGINE_ENV] = 'root'
       pinBoxPaths(read.config, env)
+      adoptEngineConfig(read.config)
     }
     return null
   }

@@ -8,7 +8,7 @@ import {chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, write
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import {readBoxConfig} from '../../../src/core/box-config.js'
+import {readBoxConfig} from '../../../src/core/read-box-config.js'
 import {renderEntryPoint, renderSudoers} from '../../../src/system/entry-point.js'
 import {groupId, runsAsClient} from '../../../src/system/engine-route.js'
 import {whyNotRootOnly, whyTreeNotRootOnly} from '../../../src/system/trusted-path.js'
