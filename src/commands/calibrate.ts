@@ -1,6 +1,7 @@
 import {Flags, ux} from '@oclif/core'
 
 import type {Calibration} from '../host/calibration-file.js'
+import {requireRootOnSharedBox} from '../core/invoking-user.js'
 import {BaseCommand} from './support/base-command.js'
 import {fixed, formatTable} from './support/format-table.js'
 
@@ -23,6 +24,7 @@ export default class Calibrate extends BaseCommand {
 
   async run(): Promise<CalibrateResult> {
     const {flags} = await this.parse(Calibrate)
+    requireRootOnSharedBox('calibrate', 'sets the achievable figures every plan on this box is held to')
     const index = flags['host-gpu'] ?? 0
     const {calibrateHost} = await import('./support/calibrate-host.js')
     const quiet = this.jsonEnabled()

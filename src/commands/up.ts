@@ -9,6 +9,7 @@ import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
 import type {PrepareInput} from '../container/prepare-container.js'
 import {actsForCaller} from '../core/box-config.js'
+import {requireRootOnSharedBox} from '../core/invoking-user.js'
 import {packageRoot} from '../core/package-root.js'
 import {shellQuote} from '../export/shell-words.js'
 import {OBJECTIVES, type Objective, type Plan} from '../plan/types.js'
@@ -124,6 +125,10 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     const target = resolveTarget(catalog, args.gpu)
     // Flags are checked before Docker or the GPU is contacted.
     if (flags.name !== undefined) (await import('../apply/session-names.js')).assertSessionName(flags.name)
+    // on a shared box a member's session may not bind every tenant's clock or power, nor a privileged host port
+    if (flags['lock-clock']) requireRootOnSharedBox('up --lock-clock', "locks the clock of every tenant's GPU")
+    if (flags['cap-power']) requireRootOnSharedBox('up --cap-power', "caps the power of every tenant's GPU")
+    if ((flags['ssh-port'] ?? 1024) < 1024) requireRootOnSharedBox(`up --ssh-port ${flags['ssh-port']}`, 'takes a privileged port of the host')
     const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, this.config.version)
     // The first look at the GPUs (`-L`, read-only), started by bin/run.js before oclif loaded, or now.
     const firstListing = (await import('./support/first-listing.js')).firstListing()

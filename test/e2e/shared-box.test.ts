@@ -116,6 +116,10 @@ describe('two members share the GPU', () => {
       ['reset', '--host-gpu', '0', '--yes'],
       ['build', '--base', BASE_IMAGE],
       ['lease', 'hold', '--holder', 'mine', '--clock-mhz', '1000'],
+      ['calibrate'],
+      ['up', 't4', '--lock-clock', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
+      ['up', 't4', '--cap-power', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
+      ['up', 't4', '--ssh-port', '80', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
       ['system', 'install', '--yes'],
       ['system', 'uninstall', '--yes'],
     ]) {
