@@ -197,6 +197,44 @@ describe('with this build pushed by remote install', () => {
   })
 })
 
+describe("a box set up with system install: --host reaches the box's engine", () => {
+  const engine = 'node /opt/gpu-cosplay/bin/run.js'
+  beforeAll(() => {
+    // the admin installs the pushed build for the whole box (root's), runs system install, and takes away tester's
+    // own nvidia-smi rule: from now on tester is a member of the box's group and nothing more
+    onBox('cp -a /home/tester/.cache/gpu-cosplay/0.1.0 /opt/gpu-cosplay && chown -R root:root /opt/gpu-cosplay && chmod -R go-w /opt/gpu-cosplay')
+    onBox(`${engine} system install --nvidia-smi /usr/local/bin/nvidia-smi --state-dir /var/lib/gpu-cosplay-engine --yes`)
+    onBox('usermod -aG gpu-cosplay tester && rm /etc/sudoers.d/tester')
+  })
+  afterAll(() => {
+    onBox(`${engine} down --all; ${engine} system uninstall --yes; rm -rf /opt/gpu-cosplay /var/lib/gpu-cosplay-engine; gpasswd -d tester gpu-cosplay`)
+    onBox("echo 'tester ALL=(root) NOPASSWD: /usr/local/bin/nvidia-smi' > /etc/sudoers.d/tester && chmod 0440 /etc/sudoers.d/tester")
+  })
+
+  it("up, ps and down run in the box's engine: its journal is root's, the GPU comes back as it was", () => {
+    expect(onBox('su tester -c "sudo -n /usr/local/bin/nvidia-smi -L" >/dev/null 2>&1 && echo allowed || echo refused').trim()).toBe('refused')
+    const before = boxGpu()
+    const up = clientJson(['up', '3090', '--host', url, '--no-container', '--name', 'engine-3090'])
+    expect({exit: up.exitCode, error: up.json.error}).toEqual({exit: 0, error: undefined})
+    expect(onBox('stat -c "%U %a" /var/lib/gpu-cosplay-engine/gpus/*.json').trim()).toBe('root 644')
+    expect(clientJson(['ps', '--host', url]).json.map((s: any) => [s.name, s.owner])).toEqual([['engine-3090', 'tester']])
+    // reset has no --host: tester tries it on the box, where it goes to the engine too
+    const reset = docker([
+      'exec',
+      '-u',
+      'tester',
+      boxId,
+      'sh',
+      '-c',
+      'node ~/.cache/gpu-cosplay/0.1.0/bin/run.js reset --host-gpu 0 --yes --json; echo "exit=$?"',
+    ])
+    expect(reset).toContain('"code": "ROOT_ONLY"')
+    expect(reset).toContain('exit=4')
+    expect(clientJson(['down', 'engine-3090', '--host', url]).exitCode).toBe(0)
+    expect(boxGpu()).toEqual(before)
+  })
+})
+
 describe('up on several boxes: the closest plan wins', () => {
   let box2: string
   let url2: string
