@@ -2,7 +2,7 @@ import type {HostView} from './support/read-host-status.js'
 import {BaseCommand, printFailure} from './support/base-command.js'
 import {renderPs} from './ps.js'
 import {hostsFlag} from './support/host-flag.js'
-import {leaseLine} from './support/render-lease.js'
+import {type BoxStyle, renderBox, terminalStyle} from './support/render-box.js'
 
 /** with several --host boxes: each box's view, under its name */
 export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
@@ -18,13 +18,18 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
 
   async run(): Promise<StatusResult> {
     const {flags} = await this.parse(Status)
-    const remote = await this.forwardToHost<StatusResult>(flags.host, renderStatusResult, (perHost) => ({
-      hosts: perHost.map(({host, result}) => ({host, ...(result as HostView)})),
-    }))
+    const style = terminalStyle()
+    const remote = await this.forwardToHost<StatusResult>(
+      flags.host,
+      (r) => renderStatusResult(r, style),
+      (perHost) => ({
+        hosts: perHost.map(({host, result}) => ({host, ...(result as HostView)})),
+      }),
+    )
     if (remote) return remote.result
     const {readHostStatus} = await import('./support/read-host-status.js')
     const status = await readHostStatus()
-    if (!this.jsonEnabled()) this.log(renderStatus(status))
+    if (!this.jsonEnabled()) this.log(renderStatus(status, style))
     // The records are still worth showing without the GPUs, but a status that could not read them is not a success.
     if (status.error !== undefined) {
       if (!this.jsonEnabled()) printFailure(status.error, false)
@@ -35,26 +40,17 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
 }
 
 /** One box, or several: each box's GPUs and notes under its name, then one session table for all of them. */
-export function renderStatusResult(r: StatusResult): string {
-  if (!('hosts' in r)) return renderStatus(r)
-  const lines = r.hosts.flatMap((h) => [`== ${h.host}`, ...gpuLines(h), ...noteLines(h), ''])
+export function renderStatusResult(r: StatusResult, style?: BoxStyle): string {
+  if (!('hosts' in r)) return renderStatus(r, style)
+  const lines = r.hosts.flatMap((h) => [`== ${h.host}`, ...renderBox(h, style), ...noteLines(h), ''])
   lines.push(renderPs(r.hosts.flatMap((h) => h.sessions.map((s) => ({host: h.host, ...s})))))
   return lines.join('\n')
 }
 
-export function renderStatus(s: HostView): string {
-  const gpus = gpuLines(s)
+/** the box picture (each GPU's memory slices and who holds them), the session table, then the notes */
+export function renderStatus(s: HostView, style?: BoxStyle): string {
   const notes = noteLines(s)
-  return [...gpus, ...(gpus.length > 0 ? [''] : []), renderPs(s.sessions), ...(notes.length > 0 ? ['', ...notes] : [])].join('\n')
-}
-
-/** each GPU with its leases and MIG instances */
-function gpuLines(s: HostView): string[] {
-  return s.gpus.flatMap((g) => [
-    `GPU ${g.index}: ${g.name} ${g.uuid}  MIG ${g.migEnabled === null ? 'n/a' : g.migEnabled ? 'on' : 'off'}`,
-    ...Object.entries(g.leases).map(([setting, lease]) => leaseLine(setting, lease!)),
-    ...g.instances.map((i) => `  GI ${i.gpuInstanceId} ${i.profile}: ${i.owner ?? 'ORPHAN (no gpu-cosplay session owns it)'}`),
-  ])
+  return [...renderBox(s, style), renderPs(s.sessions), ...(notes.length > 0 ? ['', ...notes] : [])].join('\n')
 }
 
 /**
@@ -63,6 +59,7 @@ function gpuLines(s: HostView): string[] {
  */
 function noteLines(s: HostView): string[] {
   return [
+    ...s.gpus.flatMap((g) => g.orphanInstances.map((id) => `ORPHAN GPU ${g.index} GI ${id} (? on the strip): no gpu-cosplay session owns it`)),
     ...(s.containers.reachable ? [] : [`containers: Docker not reachable (${s.containers.reason})`]),
     ...s.containers.orphans.map(
       (c) => `ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`,
