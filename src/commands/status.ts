@@ -1,4 +1,7 @@
 import type {HostView} from './support/read-host-status.js'
+import {Flags} from '@oclif/core'
+
+import {InputError} from '../core/errors.js'
 import {BaseCommand, printFailure} from './support/base-command.js'
 import {renderPs} from './ps.js'
 import {hostsFlag} from './support/host-flag.js'
@@ -12,13 +15,22 @@ export default class Status extends BaseCommand {
   static description = `Joins what nvidia-smi shows with what gpu-cosplay recorded: GPU-wide settings held as leases (with the values to restore), every MIG instance and its owning session, sessions whose instance is gone, and instances no session owns. Reads only.
 
 When nvidia-smi is missing or fails, the sessions on record are still listed; the problem is reported with its fix and the exit status is 3.`
-  static examples = ['<%= config.bin %> status', '<%= config.bin %> status --json']
+  static examples = ['<%= config.bin %> status', '<%= config.bin %> status --json', '<%= config.bin %> status --watch --interval 5']
 
-  static flags = {...hostsFlag}
+  static flags = {
+    ...hostsFlag,
+    watch: Flags.boolean({
+      char: 'w',
+      description: 'redraw the picture in place until Ctrl-C (reads only, as status does)',
+      exclusive: ['json', 'host'],
+    }),
+    interval: Flags.string({description: 'seconds between two pictures with --watch (default 2)', dependsOn: ['watch']}),
+  }
 
   async run(): Promise<StatusResult> {
     const {flags} = await this.parse(Status)
     const style = terminalStyle()
+    if (flags.watch) return this.watch(intervalMs(flags.interval ?? '2'))
     const remote = await this.forwardToHost<StatusResult>(
       flags.host,
       (r) => renderStatusResult(r, style),
@@ -37,6 +49,31 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
     }
     return status
   }
+
+  /** the same picture, redrawn each interval until Ctrl-C; returns the last one read */
+  private async watch(everyMs: number): Promise<StatusResult> {
+    const {readHostStatus} = await import('./support/read-host-status.js')
+    const {watchScreen} = await import('./support/watch-screen.js')
+    let last: HostView | undefined
+    await watchScreen({
+      intervalMs: everyMs,
+      async frame() {
+        last = await readHostStatus()
+        const title = `gpu-cosplay status, every ${everyMs / 1000}s: ${new Date().toLocaleTimeString()}  (Ctrl-C quits)`
+        const problem = last.error === undefined ? [] : ['', `${last.error.message} (${last.error.fix.join('; ')})`]
+        return [title, '', renderStatus(last, terminalStyle()), ...problem].join('\n')
+      },
+    })
+    return last!
+  }
+}
+
+function intervalMs(seconds: string): number {
+  const value = Number(seconds)
+  if (!Number.isFinite(value) || value < 0.2 || value > 3600) {
+    throw new InputError('BAD_INTERVAL', `--interval ${seconds} is not a number of seconds from 0.2 to 3600`, {fix: ['e.g. --interval 5']})
+  }
+  return Math.round(value * 1000)
 }
 
 /** One box, or several: each box's GPUs and notes under its name, then one session table for all of them. */

@@ -2,6 +2,7 @@ import {afterAll, afterEach, describe, expect, it, jest} from '@jest/globals'
 import {userInfo} from 'node:os'
 
 import {cleanupTemps, runCli, runJson, Sim} from './support/run-cli.js'
+import {mutatingCalls} from './support/run-cli-async.js'
 import {hasTmux, Terminal} from './support/tmux.js'
 
 jest.setTimeout(90_000)
@@ -99,5 +100,40 @@ describe('status: the box picture', () => {
       await open.waitFor((s) => s.includes('[exit 0]'))
       expect(open.screen({escapes: true})).not.toMatch(BACKGROUND)
     })
+  })
+})
+
+const inTerminal = hasTmux ? describe : describe.skip
+inTerminal('status --watch in a terminal (tmux)', () => {
+  let open: Terminal | undefined
+  afterEach(() => open?.kill())
+
+  it('redraws in place when a session appears; Ctrl-C gives the shell its screen back; the GPU is only read', async () => {
+    const sim = Sim.create('h200', 1)
+    const env = {...sim.env(), NO_COLOR: undefined}
+    open = Terminal.start(['status', '--watch', '--interval', '0.3'], env, {cols: 100, rows: 40})
+    let screen = await open.waitFor((s) => s.includes('free (whole GPU, MIG off)'))
+    expect(screen).toMatch(/^gpu-cosplay status, every 0\.3s: .*\(Ctrl-C quits\)$/m)
+    expect(screen).toContain('No sessions.')
+
+    expect(runJson(['up', 't4', '--no-container', '--name', 'w1'], env).exitCode).toBe(0)
+    screen = await open.waitFor((s) => s.includes(`| A ${me}/t4`))
+    // drawn over the last frame, not below it: one title, one GPU, nothing of the earlier frame left
+    expect(screen.match(/gpu-cosplay status, every/g)).toHaveLength(1)
+    expect(screen.match(/^GPU 0:/gm)).toHaveLength(1)
+    expect(screen).not.toContain('No sessions.')
+    expect(screen).not.toContain('MIG off')
+
+    sim.clearCalls()
+    await new Promise((r) => setTimeout(r, 1000))
+    expect(sim.calls().length).toBeGreaterThan(0)
+    expect(mutatingCalls(sim)).toEqual([])
+
+    open.sendKeys('C-c')
+    screen = await open.waitFor((s) => s.includes('[exit 0]'))
+    // the alternate screen is gone: the shell's own screen holds nothing the watch drew
+    expect(screen).not.toContain('GPU 0')
+    expect(screen.trim()).toBe('[exit 0]')
+    expect(runJson(['down', 'w1'], env).exitCode).toBe(0)
   })
 })

@@ -20,9 +20,9 @@ export class Terminal {
     const exports = Object.entries(env)
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `export ${k}=${shellQuote(v!)}`)
-    // the CLI's exit status, then the pane stays until the server is killed
+    // Ctrl-C reaches the CLI (the shell only notes it), then its exit status; the pane stays until the server is killed
     const command = [process.execPath, BIN, ...args].map(shellQuote).join(' ')
-    writeFileSync(script, [...exports, 'export TERM=xterm-256color', `${command}`, 'echo "[exit $?]"', 'exec sleep 600', ''].join('\n'))
+    writeFileSync(script, [...exports, 'export TERM=xterm-256color', "trap 'true' INT", `${command}`, 'echo "[exit $?]"', 'exec sleep 600', ''].join('\n'))
     const terminal = new Terminal(join(dir, 'tmux.sock'))
     terminal.tmux(['new-session', '-d', '-x', String(size.cols), '-y', String(size.rows), `sh ${shellQuote(script)}`])
     return terminal
