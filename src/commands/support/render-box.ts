@@ -20,7 +20,8 @@ const ORPHAN_COLOUR = '\u001B[30;47m'
 const BOLD = '\u001B[1m'
 const RESET = '\u001B[0m'
 
-type Cell = {start: number; size: number; label: string; colour: string}
+/** a run of slices; `short` is shown when `label` does not fit (a holder's letter) */
+type Cell = {start: number; size: number; label: string; short?: string; colour: string}
 
 /**
  * Each GPU as a strip of its memory slices (one cell for a GPU with MIG off): which session holds which slices,
@@ -53,7 +54,7 @@ function gpuPicture(g: GpuStatus, sessions: readonly SessionView[], style: BoxSt
     cells = g.instances.map((i) => {
       const holder = here.find((x) => x.name === i.owner)
       return holder
-        ? {...i.placement, label: holderLabel(holder), colour: colourOf(holder.name)}
+        ? {...i.placement, label: holderLabel(holder), short: letters.get(holder.name), colour: colourOf(holder.name)}
         : {...i.placement, label: `? GI ${i.gpuInstanceId}`, colour: ORPHAN_COLOUR}
     })
     cells.push(...g.freeMemorySlices.map((k) => ({start: k, size: 1, label: 'free', colour: FREE_COLOUR})))
@@ -68,7 +69,7 @@ function gpuPicture(g: GpuStatus, sessions: readonly SessionView[], style: BoxSt
   }
   cells.sort((a, b) => a.start - b.start)
   const cellWidth = Math.max(4, Math.floor((style.cols - 3) / slices))
-  const strip = `  |${cells.map((c) => paint(c.colour, fit(c.label, c.size * cellWidth - 1)) + '|').join('')}`
+  const strip = `  |${cells.map((c) => paint(c.colour, fit(c.label, c.size * cellWidth - 1, c.short)) + '|').join('')}`
   const ruler =
     slices > 1
       ? [
@@ -131,9 +132,10 @@ function ranges(values: readonly number[]): string {
   return out.join(', ')
 }
 
-/** the label in exactly `width` columns: cut with "~" when too long, padded when short */
-function fit(label: string, width: number): string {
+/** the label in exactly `width` columns (or the short one when it does not fit): cut with "~" when too long, padded */
+function fit(label: string, width: number, short?: string): string {
   if (width <= 0) return ''
-  const text = ` ${label}`
+  // a narrow cell shows the holder's letter rather than a stub of its name
+  const text = short !== undefined && label.length + 1 > width && width < 10 ? ` ${short}` : ` ${label}`
   return text.length > width ? `${text.slice(0, Math.max(0, width - 1))}~` : text.padEnd(width)
 }
