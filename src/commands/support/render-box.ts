@@ -35,6 +35,8 @@ export function renderBox(s: HostView, style: BoxStyle = PLAIN): string[] {
 function gpuPicture(g: GpuStatus, sessions: readonly SessionView[], style: BoxStyle): string[] {
   const paint = (colour: string, text: string) => (style.color ? `${colour}${text}${RESET}` : text)
   const mig = g.migEnabled === null ? 'n/a' : g.migEnabled ? 'on' : 'off'
+  // a --host box of an earlier version reports no placement: its instances, a line each, as it showed them
+  if (!('freeMemorySlices' in g)) return earlierGpuLines(g as Pick<GpuStatus, 'index' | 'name' | 'uuid' | 'leases' | 'instances'>, mig)
   const clock = g.clockLockedMHz === null ? 'unlocked' : `${g.clockLockedMHz} MHz`
   const power = g.powerLimitW === null ? '?' : `${g.powerLimitW} W`
   const header = `${paint(BOLD, `GPU ${g.index}: ${g.name}`)}  MIG ${mig}  clock ${clock}  power limit ${power}`
@@ -93,6 +95,14 @@ function gpuPicture(g: GpuStatus, sessions: readonly SessionView[], style: BoxSt
     ...[...here]
       .sort((a, b) => letters.get(a.name)!.localeCompare(letters.get(b.name)!))
       .flatMap((x) => sessionLines(x, letters.get(x.name)!, g, style, paint, colourOf(x.name))),
+  ]
+}
+
+function earlierGpuLines(g: Pick<GpuStatus, 'index' | 'name' | 'uuid' | 'leases' | 'instances'>, mig: string): string[] {
+  return [
+    `GPU ${g.index}: ${g.name} ${g.uuid}  MIG ${mig}`,
+    ...Object.entries(g.leases).map(([setting, lease]) => leaseLine(setting, lease!)),
+    ...g.instances.map((i) => `  GI ${i.gpuInstanceId} ${i.profile}: ${i.owner ?? 'ORPHAN (no gpu-cosplay session owns it)'}`),
   ]
 }
 
