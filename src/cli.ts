@@ -12,6 +12,7 @@ import Info from './commands/info.js'
 import LeaseHold from './commands/lease/hold.js'
 import LeaseRelease from './commands/lease/release.js'
 import Ls from './commands/ls.js'
+import Metrics from './commands/metrics.js'
 import Plan from './commands/plan.js'
 import Ps from './commands/ps.js'
 import Recover from './commands/recover.js'
@@ -39,6 +40,7 @@ export const COMMANDS = {
   'lease:hold': LeaseHold,
   'lease:release': LeaseRelease,
   ls: Ls,
+  metrics: Metrics,
   plan: Plan,
   ps: Ps,
   recover: Recover,

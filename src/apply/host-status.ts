@@ -1,5 +1,26 @@
-import type {HostProbe} from '../host/types.js'
-import {type GpuBook, isLeaseSession, type Lease, type Setting} from './gpu-book.js'
+import type {HostGpu, HostProbe} from '../host/types.js'
+import {type GpuBook, isLeaseSession, type Lease, type SessionRecord, type Setting} from './gpu-book.js'
+
+/** Memory slices a GPU instance occupies: the GI placement nvidia-smi reports (`mig -lgi`), start and size in slices. */
+export type SlicePlacement = {start: number; size: number}
+
+/** What an `up` session was given, from its plan: the numbers `status` draws and `metrics` exports. */
+export type SessionShaping = {
+  /** SMs the session's programs can use: the slice's, or fewer under MPS */
+  smCount: number
+  /** the SMs of its MIG slice; null when it holds the whole GPU */
+  sliceSmCount: number | null
+  /** MPS active thread percentage; null without MPS */
+  mpsThreadPercentage: number | null
+  vramCapMiB: number
+  /** the GPU-wide clock lock this session asked for (and shares with every tenant); null when it took none */
+  clockMHz: number | null
+  /** the GPU-wide power limit this session asked for; null when it took none */
+  powerLimitW: number | null
+  /** what the plan expects of the slice, and the target's figures (bf16 null: the target has none) */
+  expected: {fp32Tflops: number; bf16Tflops: number; bandwidthGBs: number}
+  target: {fp32Tflops: number; bf16Tflops: number | null; bandwidthGBs: number}
+}
 
 export type SessionSummary = {
   name: string
@@ -19,6 +40,12 @@ export type SessionSummary = {
   container: {id: string; name: string} | null
   /** the GPU instance this session owns is no longer on the GPU */
   instanceMissing: boolean
+  /** the memory slices its GPU instance occupies, as the GPU reports them; null without a live instance */
+  placement: SlicePlacement | null
+  /** what its plan gave it; null for a lease hold */
+  shaping: SessionShaping | null
+  /** memory its instance's compute apps use (nvidia-smi); null without a live MIG instance or a process listing */
+  memoryUsedMiB: number | null
 }
 
 export type GpuStatus = {
@@ -27,9 +54,19 @@ export type GpuStatus = {
   name: string
   migEnabled: boolean | null
   leases: Partial<Record<Setting, Lease>>
-  instances: {gpuInstanceId: number; profile: string; owner: string | null}[]
+  instances: {gpuInstanceId: number; profile: string; owner: string | null; placement: SlicePlacement}[]
   /** GPU instances no gpu-cosplay session owns (an administrator's, or left by a crash) */
   orphanInstances: number[]
+  /** how many memory slices the GPU has with MIG on (8 on A100/H100/H200, 4 on A30); null with MIG off or unknown */
+  memorySlices: number | null
+  /** the memory slices no GPU instance occupies; empty with MIG off */
+  freeMemorySlices: number[]
+  /** the largest MIG profile that could be created now (mig -lgip Free > 0); null when none or MIG is off */
+  largestFreeProfile: string | null
+  /** the power limit in force (W) */
+  powerLimitW: number | null
+  /** the clock lock gpu-cosplay holds on it (MHz); null when unlocked */
+  clockLockedMHz: number | null
 }
 
 export type HostStatus = {gpus: GpuStatus[]; sessions: SessionSummary[]; stateDir: string; sharedStateDir: boolean}
@@ -54,13 +91,22 @@ export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], s
         mig: s.mig && {profile: s.mig.profile, gpuInstanceId: s.mig.gpuInstanceId, computeInstanceId: s.mig.computeInstanceId, uuid: s.mig.uuid},
         container: s.container && {id: s.container.id, name: s.container.name},
         instanceMissing: live !== null && gi !== null && !live.gpuInstances.some((i) => i.id === gi),
+        ...liveUse(live, gi),
+        shaping: isLeaseSession(s) ? null : shapingOf(s),
       }
     }),
   )
   const gpus: GpuStatus[] = (probe?.gpus ?? []).map((g) => {
     const book = books.find((b) => b.gpu.uuid === g.uuid)
     const ownerOf = (id: number) => Object.values(book?.sessions ?? {}).find((s) => s.mig?.gpuInstanceId === id)?.name ?? null
-    const instances = g.gpuInstances.map((gi) => ({gpuInstanceId: gi.id, profile: gi.profileName, owner: ownerOf(gi.id)}))
+    const instances = g.gpuInstances.map((gi) => ({
+      gpuInstanceId: gi.id,
+      profile: gi.profileName,
+      owner: ownerOf(gi.id),
+      placement: {start: gi.placementStart, size: gi.placementSize},
+    }))
+    const memorySlices = memorySlicesOf(g)
+    const taken = new Set(instances.flatMap((i) => Array.from({length: i.placement.size}, (_, k) => i.placement.start + k)))
     return {
       index: g.index,
       uuid: g.uuid,
@@ -69,7 +115,59 @@ export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], s
       leases: book?.leases ?? {},
       instances,
       orphanInstances: instances.filter((i) => i.owner === null).map((i) => i.gpuInstanceId),
+      memorySlices,
+      freeMemorySlices: memorySlices === null ? [] : Array.from({length: memorySlices}, (_, k) => k).filter((k) => !taken.has(k)),
+      largestFreeProfile: largestFreeProfile(g),
+      powerLimitW: g.power.currentW,
+      clockLockedMHz: typeof book?.leases.clocks?.value === 'number' ? book.leases.clocks.value : null,
     }
   })
   return {gpus, sessions, stateDir, sharedStateDir}
+}
+
+/** Its live instance's placement and the memory its compute apps use (under MPS, NVML counts them on the server). */
+function liveUse(live: HostGpu | null, gi: number | null): {placement: SlicePlacement | null; memoryUsedMiB: number | null} {
+  const instance = live?.gpuInstances.find((i) => i.id === gi)
+  if (!live || !instance) return {placement: null, memoryUsedMiB: null}
+  const placement = {start: instance.placementStart, size: instance.placementSize}
+  if (live.unavailable.includes('processes')) return {placement, memoryUsedMiB: null}
+  const mine = live.processes.filter((p) => p.gpuInstanceId === gi)
+  if (mine.some((p) => p.usedMiB === null)) return {placement, memoryUsedMiB: null}
+  return {placement, memoryUsedMiB: mine.reduce((sum, p) => sum + (p.usedMiB ?? 0), 0)}
+}
+
+function shapingOf(s: SessionRecord): SessionShaping {
+  const plan = s.plan
+  return {
+    smCount: plan.smCount,
+    sliceSmCount: plan.mig?.smCount ?? null,
+    mpsThreadPercentage: plan.mps?.activeThreadPercentage ?? null,
+    vramCapMiB: plan.vramCapMiB,
+    clockMHz: plan.gpuWide.clockLock ? plan.clockMHz : null,
+    powerLimitW: plan.gpuWide.powerLimit ? plan.powerLimitW : null,
+    expected: {fp32Tflops: plan.expected.fp32Tflops, bf16Tflops: plan.expected.bf16Tflops, bandwidthGBs: plan.expected.bandwidthGBs},
+    target: {fp32Tflops: plan.target.fp32Tflops, bf16Tflops: plan.target.bf16Tflops, bandwidthGBs: plan.target.bandwidthGBs},
+  }
+}
+
+/**
+ * A MIG GPU's memory slices. `mig -lgip` does not print them, but its whole-GPU profile (the one with the most
+ * memory) tells: 7g on A100/H100/H200 spans 8 memory slices, 4g on A30 spans 4. A live instance's placement
+ * reaching further wins.
+ */
+export function memorySlicesOf(gpu: HostGpu): number | null {
+  if (gpu.migMode?.current !== 'enabled') return null
+  const reach = Math.max(0, ...gpu.gpuInstances.map((i) => i.placementStart + i.placementSize))
+  const whole = [...(gpu.migProfiles ?? [])].sort((a, b) => b.memoryGiB - a.memoryGiB)[0]
+  const computeSlices = whole ? Number(/^(\d+)g/.exec(whole.name)?.[1] ?? 0) : 0
+  const fromProfile = computeSlices === 7 ? 8 : computeSlices
+  const slices = Math.max(reach, fromProfile)
+  return slices > 0 ? slices : null
+}
+
+/** The biggest profile with a free placement (most memory, then most SMs; a plain profile before its +me twin). */
+function largestFreeProfile(gpu: HostGpu): string | null {
+  const free = (gpu.migProfiles ?? []).filter((p) => p.free > 0)
+  free.sort((a, b) => b.memoryGiB - a.memoryGiB || b.smCount - a.smCount || a.name.length - b.name.length)
+  return free[0]?.name ?? null
 }

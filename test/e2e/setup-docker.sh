@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares a machine for the Docker end-to-end tests. Idempotent; safe to run on every CI job.
-#   1. installs docker.io, debootstrap and sudo when missing;
+#   1. installs docker.io, debootstrap, sudo and prometheus when missing;
 #   2. starts dockerd when none answers, with test/e2e/bin on its PATH so that the stub
 #      nvidia-container-runtime-hook is found and dockerd registers its `nvidia` device driver;
 #   3. builds the local base image gpu-cosplay-test-base:bookworm with debootstrap when absent
@@ -32,6 +32,7 @@ missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v visudo >/dev/null || missing+=(sudo)  # run.sh gives the test users a sudo rule for the simulator
+command -v prometheus >/dev/null || missing+=(prometheus)  # metrics-prometheus.test.ts scrapes `gpu-cosplay metrics`
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -27,6 +27,9 @@ describe('which commands the engine runs for a member', () => {
     [['up', '3090'], false],
     [['down', '--all'], false],
     [['ps', '--json'], false],
+    // they read the box's state: the engine reads it for a member
+    [['status', '--watch'], false],
+    [['metrics', '--listen', '127.0.0.1:9477'], false],
     [['exec', 'x', '--', 'ls', '--help'], false],
     [['remote', 'info', '--json'], false],
     [['ls'], true],

@@ -1,0 +1,47 @@
+import {Flags} from '@oclif/core'
+
+import {InputError} from '../core/errors.js'
+import {BaseCommand} from './support/base-command.js'
+
+export type MetricsResult = {url: string}
+
+export default class Metrics extends BaseCommand {
+  static summary = 'Serve the box state as Prometheus metrics (/metrics) until stopped'
+  static description = `Each scrape reads what status reads (the session records and one nvidia-smi probe; no lock, nothing changed), at most once a second however many scrapers ask, and answers in the Prometheus text format: sessions with their owner, target, slice, SMs, VRAM cap and used memory, expected and target FLOP/s and bandwidth, and per GPU its sessions, free memory slices, power limit, locked clock and MIG mode.
+
+It listens on loopback unless --listen names another address. Stop it with Ctrl-C (or SIGTERM under systemd).`
+  static examples = ['<%= config.bin %> metrics', '<%= config.bin %> metrics --listen 0.0.0.0:9477', 'curl -s http://127.0.0.1:9477/metrics']
+  static enableJsonFlag = false
+
+  static flags = {
+    listen: Flags.string({
+      description: 'address and port to serve on, e.g. 127.0.0.1:9477, [::1]:9477 or 0.0.0.0:9477 (port 0: any free port)',
+      default: '127.0.0.1:9477',
+    }),
+  }
+
+  async run(): Promise<MetricsResult> {
+    const {flags} = await this.parse(Metrics)
+    const {host, port} = parseListen(flags.listen)
+    const {serveMetrics} = await import('./support/metrics-server.js')
+    const server = await serveMetrics(host, port)
+    this.log(`serving metrics on ${server.url} (Ctrl-C stops)`)
+    if (!isLoopback(host)) this.warn(`listening on ${host}, not loopback: anyone who can reach it sees who holds which slice`)
+    await server.closed
+    return {url: server.url}
+  }
+}
+
+/** "127.0.0.1:9477", "[::1]:9477", "0.0.0.0:9477", ":9477" (loopback) */
+export function parseListen(listen: string): {host: string; port: number} {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(listen.trim())
+  const port = match ? Number(match[3]) : Number.NaN
+  if (!match || port > 65_535) {
+    throw new InputError('BAD_LISTEN', `--listen ${listen} is not ADDRESS:PORT`, {fix: ['e.g. --listen 127.0.0.1:9477 or --listen [::1]:9477']})
+  }
+  return {host: match[1] ?? (match[2] || '127.0.0.1'), port}
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+}
