@@ -26,7 +26,11 @@ export function isShapingVariable(name: string): boolean {
 
 /** The child's environment: the caller's minus every shaping variable (unset), plus the GPU chosen by UUID. */
 export function measurementEnv(callerEnv: Readonly<Record<string, string | undefined>>, gpuUuid: string): Record<string, string | undefined> {
-  const unset = Object.fromEntries(Object.keys(callerEnv).filter((k) => isShapingVariable(k)).map((k) => [k, undefined]))
+  const unset = Object.fromEntries(
+    Object.keys(callerEnv)
+      .filter((k) => isShapingVariable(k))
+      .map((k) => [k, undefined]),
+  )
   return {...unset, CUDA_VISIBLE_DEVICES: gpuUuid}
 }
 

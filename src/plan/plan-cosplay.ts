@@ -117,7 +117,11 @@ export function planCosplay(
     clockMHz: lockedClockMHz,
     effectiveClockMHz: chosen.clockMHz,
     powerLimitW,
-    mps: chosen.mps && {activeThreadPercentage: chosen.mps.activeThreadPercentage, smCount: chosen.mps.smCount, pinnedMemLimitMiB: vramCapMiB + MPS_PINNED_MARGIN_MIB},
+    mps: chosen.mps && {
+      activeThreadPercentage: chosen.mps.activeThreadPercentage,
+      smCount: chosen.mps.smCount,
+      pinnedMemLimitMiB: vramCapMiB + MPS_PINNED_MARGIN_MIB,
+    },
     gpuWide,
     vramCapGiB: chosen.expected.vramGB,
     vramCapMiB,

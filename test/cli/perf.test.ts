@@ -33,7 +33,16 @@ describe('calibrate', () => {
     const uuid = /GPU 1: .*\(UUID: (GPU-[^)]+)\)/.exec(sim.smi(['-L']))![1]
     const called = JSON.parse(readFileSync(log, 'utf8'))
     expect(called.cudaVisibleDevices).toBe(uuid)
-    expect(called.argv).toEqual([join(ROOT, 'runtime-hooks', 'gpu_cosplay_perf.py'), '--device', 'cuda', '--no-vram', '--smi-id', uuid, '--smi', env.GPU_COSPLAY_NVIDIA_SMI])
+    expect(called.argv).toEqual([
+      join(ROOT, 'runtime-hooks', 'gpu_cosplay_perf.py'),
+      '--device',
+      'cuda',
+      '--no-vram',
+      '--smi-id',
+      uuid,
+      '--smi',
+      env.GPU_COSPLAY_NVIDIA_SMI,
+    ])
     expect(json.gpu).toEqual({model: 'h200_sxm', name: 'NVIDIA H200', uuid})
     expect(json.peak).toEqual({fp32Tflops: 66.91, bf16Tflops: 989.4, bandwidthGBs: 4800})
     expect(json.fractions.bf16).toBeCloseTo(790 / 989.4, 3)
@@ -61,7 +70,7 @@ describe('calibrate', () => {
     expect([json.error.code, exitCode]).toEqual([hasTorch ? 'CALIBRATE_NO_CUDA' : 'PERF_NO_TORCH', 3])
   })
 
-  it('measures the host as it is: the caller\'s MPS, allocator and GPU_COSPLAY_* settings do not reach the script', () => {
+  it("measures the host as it is: the caller's MPS, allocator and GPU_COSPLAY_* settings do not reach the script", () => {
     const {env, log} = world({
       CUDA_MPS_PIPE_DIRECTORY: '/tmp/someone-elses-mps',
       CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: '10',

@@ -25,7 +25,15 @@ function result(kind: 'cuda' | 'cpu'): VerifyPerfResult {
       vram:
         kind === 'cpu'
           ? {measured: null, unit: 'GiB', skipped: 'CPU run'}
-          : {measured: 23.875, unit: 'GiB', capGiB: 24, underCapOk: true, overCapRefused: false, hard: false, hardReason: 'the driver granted 64 MiB past the limit'},
+          : {
+              measured: 23.875,
+              unit: 'GiB',
+              capGiB: 24,
+              underCapOk: true,
+              overCapRefused: false,
+              hard: false,
+              hardReason: 'the driver granted 64 MiB past the limit',
+            },
     },
     samples:
       kind === 'cpu'

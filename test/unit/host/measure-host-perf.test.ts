@@ -31,7 +31,7 @@ describe('measureHostPerf', () => {
     expect(executor.calls[0].options?.env).toEqual({CUDA_VISIBLE_DEVICES: 'GPU-abc'})
   })
 
-  it('unsets the caller\'s MPS, allocator and costume settings and passes the nvidia-smi to sample with', async () => {
+  it("unsets the caller's MPS, allocator and costume settings and passes the nvidia-smi to sample with", async () => {
     const executor = new ScriptedExecutor({stdout: measurement('cuda')})
     const callerEnv = {HOME: '/root', CUDA_MPS_PIPE_DIRECTORY: '/x', PYTORCH_CUDA_ALLOC_CONF: 'a', GPU_COSPLAY_VRAM_MIB: '1', CUDA_VISIBLE_DEVICES: '3'}
     await measureHostPerf(executor, {...OPTIONS, callerEnv, smiPath: '/sim/nvidia-smi'})

@@ -142,7 +142,10 @@ describe('perfReport', () => {
     const m = measurement({fp32: 15, bf16: 300})
     const rows = [{smClockMHz: 1485, axis: 'fp32'}]
     const byAxis = {fp32: {smClockMHz: {min: 1480, median: 1485, max: 1490}}, bf16: {smClockMHz: {min: 1975, median: 1980, max: 1980}}}
-    const sampled = {...m, samples: {source: 'nvidia-smi', count: 1, rows, summary: {smClockMHz: null, powerW: null, throttleReasons: [], byAxis}}} as PerfMeasurement
+    const sampled = {
+      ...m,
+      samples: {source: 'nvidia-smi', count: 1, rows, summary: {smClockMHz: null, powerW: null, throttleReasons: [], byAxis}},
+    } as PerfMeasurement
     const e = {...EXPECTATIONS, effectiveClockMHz: 1980}
     const r = perfReport(sampled, e, null)
     expect(r.clock).toEqual({plannedMHz: 1980, observedMHz: {fp32: 1485, bf16: 1980}, factor: {fp32: 0.75, bf16: 1}})
