@@ -6,12 +6,14 @@ Used in two places: `verify.py --perf` inside a session (through the costume, as
 verdicts (PASS/WARN/FAIL against the plan) are computed by the host tool (src/plan/perf-verdict.ts), so the
 bands live in one place.
 
-Measures, with torch (CUDA events on CUDA, time.perf_counter on CPU; median of N after warm-up):
+Measures, with torch (CUDA events on CUDA, time.perf_counter on CPU; on CUDA warm-up by time until the rate
+settles, then a window of ~1.5 s per axis, median per call; GEMM sizes shrink to what the share computes fast):
   fp32       FP32 GEMM TFLOPS, TF32 off (allow_tf32 False, matmul precision "highest")
   bf16       BF16 GEMM TFLOPS with FP32 accumulate (reduced-precision reductions off)
   bandwidth  device-to-device copy GB/s, counting bytes read + bytes written
-  vram       the cap: allocating up to it works, one GiB more is refused (torch; CuPy too when installed,
-             once through CuPy's pool and once as a raw cudaMalloc, which shows whether the cap is hard)
+  vram       the largest allocation the cap allows (bisection to 32 MiB, each refusal's text kept), one GiB more
+             refused, and whether the cap is hard: the driver itself (cuMemAlloc_v2 via ctypes) asked for the
+             limit - held + 64 MiB (CuPy's pool too when installed)
 and samples SM clock, power and throttle reasons with `nvidia-smi --query-gpu` in a background thread. In a
 session nvidia-smi is the costume shim, which would rewrite power limits to the target's; the sampler sets
 GPU_COSPLAY_SHIM_PASSTHROUGH=1 so the shim execs the real binary and the samples are the real values.
@@ -19,8 +21,9 @@ GPU_COSPLAY_SHIM_PASSTHROUGH=1 so the shim execs the real binary and the samples
 Sizes adapt to the memory torch reports free (in a session: the cap) and are small on CPU, so a CPU run takes
 a few seconds and a GPU run stays well under 30 s.
 
-Prints one JSON object on stdout (see `measure`). On a fatal problem prints {"error": {"code", "message"}}
-and exits 3. Standard library plus torch (and cupy when importable).
+Prints one JSON object on stdout (see `measure`). On a fatal problem (NO_TORCH; NO_CUDA with the reason when CUDA
+was asked for and cannot be used; DEVICE_OPEN naming the step; PERF_UNEXPECTED naming the step) prints
+{"error": {"code", "message"}} and exits 3, never a traceback. Standard library plus torch (and cupy when importable).
 """
 
 import json
