@@ -168,7 +168,7 @@ export function renderPlan(plan: PlanResult): string {
     `  slice:  ${slice}${plan.needsMigEnable ? ' (MIG mode must be turned on)' : ''}`,
     `  clock:  ${plan.clockMHz === null ? `unlocked (max ${plan.effectiveClockMHz} MHz)` : `locked at ${plan.clockMHz} MHz`}`,
     `  power:  ${plan.powerLimitW === null ? 'left as found' : `${plan.powerLimitW} W`} (GPU-wide)`,
-    `  MPS:    ${plan.mps ? `${plan.mps.activeThreadPercentage}% active threads = ${plan.mps.smCount} of ${plan.mig?.smCount ?? plan.smCount} SMs, ${plan.mps.pinnedMemLimitMiB} MiB pinned` : 'not available here: GPU-wide knobs shape the session'}`,
+    `  MPS:    ${plan.mps ? `${plan.mps.activeThreadPercentage}% active threads = ${plan.mps.smCount} of ${plan.mig?.smCount ?? plan.smCount} SMs, ${plan.mps.pinnedMemLimitMiB} MiB pinned (cap ${plan.vramCapMiB} + ${plan.mps.pinnedMemLimitMiB - plan.vramCapMiB} MiB for the context and library buffers)` : 'not available here: GPU-wide knobs shape the session'}`,
     `  GPU-wide: ${plan.gpuWide.reason}`,
     `  weighs: ${plan.weighed.map((w) => `${AXIS_NAMES[w.axis]} ${w.errorPct > 0 ? '+' : ''}${w.errorPct.toFixed(1)}%`).join(', ')} (--match ${plan.objective})`,
     `  VRAM:   capped at ${plan.vramCapGiB} GiB (${plan.vramCapMiB} MiB)`,

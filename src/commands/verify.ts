@@ -21,10 +21,14 @@ export default class Verify extends BaseCommand {
   static summary = 'Self-test a session: does every layer in the container agree on the target GPU?'
   static description = `Runs runtime-hooks/verify.py inside the session (docker exec, as you) and prints PASS, FAIL or SKIP with the reason for each check: the environment contract, your identity, the nvidia-smi shim, the Python hook, torch (name, properties, memory, allocation just under and just over the cap), TF32/BF16 policy, pynvml, JAX/CuPy settings. Checks that need a GPU or an absent library SKIP. Exit code 1 on any FAIL.
 
-With --perf it measures instead (torch in the session, under 30 s on a GPU): FP32 and BF16 GEMM TFLOPS, copy bandwidth, the VRAM cap, and clock/power samples; and compares each with the plan's peak, the achievable figure when this GPU model was calibrated (gpu-cosplay calibrate), and the target. PASS within 10% of the expectation, WARN within 25%, FAIL beyond (exit 1). Without a CUDA device the figures are CPU ones and every verdict is SKIP.`
+With --perf it measures instead (torch in the session on its GPU, under 30 s): FP32 and BF16 GEMM TFLOPS in the steady state, copy bandwidth, the largest allocation the VRAM cap allows and whether the driver enforces it, and clock/power samples per axis; and compares each with the plan's peak (at the clock observed), the achievable figure when this GPU model was calibrated (gpu-cosplay calibrate), and the target. PASS within 10% of the expectation, WARN within 25%, FAIL beyond (exit 1). When CUDA cannot be used in the session it fails (exit 1) and says why; --cpu measures on the CPU on purpose (every verdict SKIP).`
   static examples = ['<%= config.bin %> verify', '<%= config.bin %> verify alice-rtx_3090 --json', '<%= config.bin %> verify --perf']
   static args = {name: Args.string({description: 'session name (default: your only session)'})}
-  static flags = {perf: Flags.boolean({description: 'measure throughput, bandwidth and the VRAM cap against the plan'}), ...hostFlag}
+  static flags = {
+    perf: Flags.boolean({description: 'measure throughput, bandwidth and the VRAM cap against the plan'}),
+    cpu: Flags.boolean({description: 'with --perf: measure on the CPU on purpose (a smoke test; every verdict SKIP)', dependsOn: ['perf']}),
+    ...hostFlag,
+  }
 
   async run(): Promise<VerifyResult | VerifyPerfResult> {
     const {args, flags} = await this.parse(Verify)
@@ -37,7 +41,8 @@ With --perf it measures instead (torch in the session, under 30 s on a GPU): FP3
     const {execUserOf} = await import('../container/session-container.js')
     const access = accessSession(args.name)
     const c = access.container
-    const argv = ['python3', `${HOOKS}/verify.py`, ...(flags.perf ? ['--perf'] : [])]
+    // a session has a GPU: --perf asks for CUDA there, so a CUDA that does not work fails instead of measuring the CPU
+    const argv = ['python3', `${HOOKS}/verify.py`, ...(flags.perf ? ['--perf', '--device', flags.cpu ? 'cpu' : 'cuda'] : [])]
     const showProgress = flags.perf && !this.jsonEnabled()
     if (showProgress) ux.action.start(`Measuring in ${c.session} (up to 30 s on a GPU)`)
     let ran
@@ -93,7 +98,7 @@ export function renderVerifyPerf(r: VerifyPerfResult): string {
     const measuredDigits = r.device.kind === 'cpu' && d === 1 ? 3 : d
     return [AXIS_LABELS[axis], fixed(a.measured, measuredDigits), fixed(a.expectedPeak, d), fixed(a.expectedCalibrated, d), fixed(a.target, d), a.verdict]
   })
-  const device = `${r.device.kind === 'cpu' ? 'CPU (no CUDA device): ' : ''}${r.device.name}${r.device.driver ? `, driver ${r.device.driver}` : ''}`
+  const device = `${r.device.kind === 'cpu' ? 'CPU (measured on purpose, --cpu): ' : ''}${r.device.name}${r.device.driver ? `, driver ${r.device.driver}` : ''}`
   const s = r.samples.summary
   const sampled =
     r.samples.count > 0 && s
@@ -103,7 +108,13 @@ export function renderVerifyPerf(r: VerifyPerfResult): string {
   const cap = r.vramCap
     ? `VRAM cap ${fixed(r.vramCap.capGiB, 2)} GiB: up to it ${r.vramCap.underCapOk ? 'works' : 'FAILS'}, 1 GiB more ${r.vramCap.overCapRefused ? 'is refused' : 'is ALLOWED'}` +
       (r.vramCap.cupyRefused === null ? '' : `; CuPy ${r.vramCap.cupyRefused ? 'refuses' : 'ALLOWS'} it`) +
-      `; hard below the libraries: ${r.vramCap.hard === null ? 'unknown (no CuPy)' : r.vramCap.hard ? 'yes' : 'no (library-level cap)'}`
+      `; enforced by the driver: ${r.vramCap.hard === null ? 'unknown' : r.vramCap.hard ? 'yes' : 'no (library-level cap)'}` +
+      (r.vramCap.hardPlanned ? ' (planned hard)' : '') +
+      (r.vramCap.note ? ` - ${r.vramCap.note}` : '')
+    : null
+  const clock = r.clock?.plannedMHz
+    ? `clock: planned ${r.clock.plannedMHz} MHz, observed FP32 ${r.clock.observedMHz.fp32 ?? '-'} / BF16 ${r.clock.observedMHz.bf16 ?? '-'} MHz` +
+      (r.clock.factor.fp32 !== 1 || r.clock.factor.bf16 !== 1 ? ` (expectations scaled x${r.clock.factor.fp32} / x${r.clock.factor.bf16})` : '')
     : null
   return [
     `session ${r.session} on ${device}`,
@@ -111,6 +122,7 @@ export function renderVerifyPerf(r: VerifyPerfResult): string {
     formatTable(['AXIS', 'MEASURED', 'PEAK', 'CALIBRATED', 'TARGET', 'VERDICT'], rows),
     '',
     ...(cap ? [cap] : []),
+    ...(clock && r.device.kind === 'cuda' ? [clock] : []),
     sampled,
     r.expectation.note,
     `${r.summary.PASS} passed, ${r.summary.WARN} warned, ${r.summary.FAIL} failed, ${r.summary.SKIP} skipped`,

@@ -1,8 +1,9 @@
 /**
  * One error family for the whole tool. Layers throw these; only BaseCommand turns them into output.
- * `exit` groups failures by who can fix them: 2 bad input, 3 host/GPU state, 4 permission, 5 Docker/ssh.
+ * `exit` groups failures by who can fix them: 2 bad input, 3 host/GPU state, 4 permission, 5 Docker/ssh; 1 is a
+ * check that failed (verify: the session cannot do what it was set up for).
  */
-export type ExitCode = 2 | 3 | 4 | 5
+export type ExitCode = 1 | 2 | 3 | 4 | 5
 
 export type ErrorOptions = {
   fix?: string[]

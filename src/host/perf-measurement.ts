@@ -16,8 +16,9 @@ const vramAxis = axis.extend({
   capGiB: z.number().optional(),
   underCapOk: z.boolean().optional(),
   overCapRefused: z.boolean().optional(),
-  /** a raw cudaMalloc past the cap was refused (true), allowed (false), or CuPy is absent (null) */
+  /** the driver (cuMemAlloc_v2) refused an allocation past the limit (true), granted it (false), or could not tell (null) */
   hard: z.boolean().nullable().optional(),
+  hardReason: z.string().optional(),
   cupy: z.record(z.string(), z.unknown()).optional(),
 })
 
@@ -37,9 +38,19 @@ export const perfMeasurementSchema = z.looseObject({
   samples: z.looseObject({
     source: z.string().nullable(),
     count: z.number(),
-    rows: z.array(z.record(z.string(), z.number().nullable())),
+    /** each row is tagged with the axis being timed when it was taken (`axis`: fp32, bf16, bandwidth, vram) */
+    rows: z.array(z.record(z.string(), z.union([z.number(), z.string()]).nullable())),
     reason: z.string().optional(),
-    summary: z.looseObject({smClockMHz: spread, powerW: spread, powerLimitW: spread.optional(), throttleReasons: z.array(z.string())}).optional(),
+    summary: z
+      .looseObject({
+        smClockMHz: spread,
+        powerW: spread,
+        powerLimitW: spread.optional(),
+        throttleReasons: z.array(z.string()),
+        /** the same spreads over the rows taken while each axis was timed */
+        byAxis: z.record(z.string(), z.looseObject({smClockMHz: spread})).optional(),
+      })
+      .optional(),
   }),
   elapsedS: z.number(),
 })

@@ -34,7 +34,14 @@ export type PerfExpectations = {
   readonly targetKey: string
   readonly peak: {readonly fp32Tflops: number; readonly bf16Tflops: number; readonly bandwidthGBs: number; readonly vramGiB: number}
   readonly target: {readonly fp32Tflops: number; readonly bf16Tflops: number | null; readonly bandwidthGBs: number; readonly vramGB: number}
+  /** the SM clock the peak assumes (plan.effectiveClockMHz); compute expectations scale to the clock observed below it */
+  readonly effectiveClockMHz?: number
+  /** the plan put a limit below the libraries (an MPS pinned limit, or a MIG slice the size of the cap) */
+  readonly hardCapPlanned?: boolean
 }
+
+/** Below this share of the planned clock, compute expectations are scaled to the clock observed while timing. */
+export const CLOCK_SCALE_BELOW = 0.98
 
 export type PerfReport = {
   readonly device: {readonly name: string; readonly kind: 'cuda' | 'cpu'; readonly driver: string | null}
@@ -54,9 +61,19 @@ export type PerfReport = {
     readonly overCapRefused: boolean | null
     /** CuPy (its pool limit, CUPY_GPU_MEMORY_LIMIT) refused one GiB past the cap; null without CuPy */
     readonly cupyRefused: boolean | null
-    /** a raw allocation past the cap was refused below the libraries (MIG slice, MPS limit); null without CuPy */
+    /** the driver refused an allocation past the limit (MIG slice, MPS limit); null when it could not tell */
     readonly hard: boolean | null
+    /** the plan meant the cap to be hard (MPS pinned limit, or a MIG slice the size of the cap) */
+    readonly hardPlanned: boolean
+    /** why hard is what it is (the driver's answer), and why a soft cap warns */
+    readonly note: string | null
   } | null
+  /** the SM clock while each compute axis was timed, and the factor its expectation was scaled by (1: not scaled) */
+  readonly clock: {
+    readonly plannedMHz: number | null
+    readonly observedMHz: {readonly fp32: number | null; readonly bf16: number | null}
+    readonly factor: {readonly fp32: number; readonly bf16: number}
+  }
 }
 
 export function deviation(measured: number, expected: number): number {
@@ -71,9 +88,11 @@ export function bandVerdict(measured: number, expected: number): 'PASS' | 'WARN'
 }
 
 /** What a session's plan promised, as verify --perf holds the measurement to it (the book's plan is already checked). */
-export function expectationsFromPlan(plan: Pick<Plan, 'host' | 'target' | 'expected'>): PerfExpectations {
+export function expectationsFromPlan(plan: Pick<Plan, 'host' | 'target' | 'expected' | 'effectiveClockMHz' | 'mps' | 'mig' | 'vramCapGiB'>): PerfExpectations {
   return {
     hostModel: plan.host.model,
+    effectiveClockMHz: plan.effectiveClockMHz,
+    hardCapPlanned: plan.mps !== null || (plan.mig !== null && Math.abs(plan.mig.memoryGiB - plan.vramCapGiB) < 1),
     targetKey: plan.target.key,
     peak: {fp32Tflops: plan.expected.fp32Tflops, bf16Tflops: plan.expected.bf16Tflops, bandwidthGBs: plan.expected.bandwidthGBs, vramGiB: plan.expected.vramGB},
     target: {fp32Tflops: plan.target.fp32Tflops, bf16Tflops: plan.target.bf16Tflops, bandwidthGBs: plan.target.bandwidthGBs, vramGB: plan.target.vramGB},
@@ -88,13 +107,16 @@ export function perfReport(m: PerfMeasurement, e: PerfExpectations, calibration:
   const isCpu = m.device.kind === 'cpu'
   const basis = calibration ? 'calibrated' : 'peak'
   const targetAchieved: PerfAxis[] = []
+  const observedMHz = {fp32: observedClock(m, 'fp32'), bf16: observedClock(m, 'bf16')}
+  const factor = {fp32: clockFactor(observedMHz.fp32, e.effectiveClockMHz), bf16: clockFactor(observedMHz.bf16, e.effectiveClockMHz)}
   const throughput = (axis: ThroughputAxis): AxisReport => {
     const a = m.axes[axis]
     const key = THROUGHPUT_FIELDS[axis].key
     const peak = e.peak[key]
     const {calibrated, target, targetAchieved: alike} = calibratedAxis(axis, peak, calibration?.[axis], e.target[key], targetFraction?.[axis])
     if (alike) targetAchieved.push(axis)
-    const expected = calibrated ?? peak
+    // a session whose clock others' power draw holds down is held to the figure at the clock it actually ran at
+    const expected = (calibrated ?? peak) * (axis === 'bandwidth' ? 1 : factor[axis])
     let verdict: PerfVerdict
     if (isCpu || a.skipped !== undefined) verdict = 'SKIP'
     else if (a.measured === null) verdict = 'FAIL'
@@ -106,6 +128,13 @@ export function perfReport(m: PerfMeasurement, e: PerfExpectations, calibration:
   if (isCpu || v.skipped !== undefined) vramVerdict = 'SKIP'
   else if (v.error !== undefined || v.measured === null || v.overCapRefused === false) vramVerdict = 'FAIL'
   else vramVerdict = bandVerdict(v.measured, e.peak.vramGiB)
+  const hardPlanned = e.hardCapPlanned ?? false
+  const softWhereHard = hardPlanned && v.hard === false
+  if (softWhereHard && vramVerdict === 'PASS') vramVerdict = 'WARN'
+  const hardReason = typeof v.hardReason === 'string' ? v.hardReason : null
+  const capNote = softWhereHard
+    ? `the plan set a hard limit (MPS pinned limit or MIG slice), but the driver granted memory past it${hardReason ? `: ${hardReason}` : ''}`
+    : hardReason
   const vram: AxisReport = {
     measured: v.measured,
     unit: v.unit,
@@ -128,8 +157,22 @@ export function perfReport(m: PerfMeasurement, e: PerfExpectations, calibration:
           overCapRefused: v.overCapRefused ?? null,
           cupyRefused: typeof v.cupy?.libraryRefused === 'boolean' ? v.cupy.libraryRefused : null,
           hard: v.hard ?? null,
+          hardPlanned,
+          note: capNote,
         },
+    clock: {plannedMHz: e.effectiveClockMHz ?? null, observedMHz, factor},
   }
+}
+
+function observedClock(m: PerfMeasurement, axis: 'fp32' | 'bf16'): number | null {
+  if (m.device.kind !== 'cuda') return null
+  return m.samples.summary?.byAxis?.[axis]?.smClockMHz?.median ?? null
+}
+
+function clockFactor(observedMHz: number | null, plannedMHz: number | undefined): number {
+  if (observedMHz === null || plannedMHz === undefined || !(plannedMHz > 0) || !(observedMHz > 0)) return 1
+  const ratio = observedMHz / plannedMHz
+  return ratio < CLOCK_SCALE_BELOW ? Math.round(ratio * 1000) / 1000 : 1
 }
 
 function noteFor(isCpu: boolean, basis: 'calibrated' | 'peak'): string {

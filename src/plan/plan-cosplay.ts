@@ -35,6 +35,13 @@ const EQUIVALENT_LOG_ERROR = 0.01
 const EQUIVALENT_CEILING = 0.025
 /** Among equivalent candidates a smaller slice wins, leaving the rest of the GPU to teammates. */
 const SLICE_WEIGHT = 0.05
+/**
+ * What counts against an MPS client's pinned device-memory limit besides the tensors the cap allows: the CUDA
+ * context and library buffers (cuBLAS workspaces, NCCL). The limit sits this far above the cap, so that a program
+ * can allocate up to the cap; an estimate (a few hundred MiB for a CUDA 12 context with lazy loading), not yet
+ * checked on a GPU.
+ */
+export const MPS_PINNED_MARGIN_MIB = 512
 
 /** Which GPU-wide settings a session on this shape takes, and why. */
 type GpuWide = {readonly clockLock: boolean; readonly powerLimit: boolean; readonly reason: string}
@@ -110,7 +117,11 @@ export function planCosplay(
     clockMHz: lockedClockMHz,
     effectiveClockMHz: chosen.clockMHz,
     powerLimitW,
-    mps: chosen.mps && {activeThreadPercentage: chosen.mps.activeThreadPercentage, smCount: chosen.mps.smCount, pinnedMemLimitMiB: vramCapMiB},
+    mps: chosen.mps && {
+      activeThreadPercentage: chosen.mps.activeThreadPercentage,
+      smCount: chosen.mps.smCount,
+      pinnedMemLimitMiB: vramCapMiB + MPS_PINNED_MARGIN_MIB,
+    },
     gpuWide,
     vramCapGiB: chosen.expected.vramGB,
     vramCapMiB,

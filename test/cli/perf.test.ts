@@ -33,7 +33,16 @@ describe('calibrate', () => {
     const uuid = /GPU 1: .*\(UUID: (GPU-[^)]+)\)/.exec(sim.smi(['-L']))![1]
     const called = JSON.parse(readFileSync(log, 'utf8'))
     expect(called.cudaVisibleDevices).toBe(uuid)
-    expect(called.argv).toEqual([join(ROOT, 'runtime-hooks', 'gpu_cosplay_perf.py'), '--device', 'cuda', '--no-vram', '--smi-id', uuid])
+    expect(called.argv).toEqual([
+      join(ROOT, 'runtime-hooks', 'gpu_cosplay_perf.py'),
+      '--device',
+      'cuda',
+      '--no-vram',
+      '--smi-id',
+      uuid,
+      '--smi',
+      env.GPU_COSPLAY_NVIDIA_SMI,
+    ])
     expect(json.gpu).toEqual({model: 'h200_sxm', name: 'NVIDIA H200', uuid})
     expect(json.peak).toEqual({fp32Tflops: 66.91, bf16Tflops: 989.4, bandwidthGBs: 4800})
     expect(json.fractions.bf16).toBeCloseTo(790 / 989.4, 3)
@@ -59,6 +68,26 @@ describe('calibrate', () => {
     const {env} = world({GPU_COSPLAY_PYTHON: python})
     const {exitCode, json} = runJson(['calibrate'], env)
     expect([json.error.code, exitCode]).toEqual([hasTorch ? 'CALIBRATE_NO_CUDA' : 'PERF_NO_TORCH', 3])
+  })
+
+  it("measures the host as it is: the caller's MPS, allocator and GPU_COSPLAY_* settings do not reach the script", () => {
+    const {env, log} = world({
+      CUDA_MPS_PIPE_DIRECTORY: '/tmp/someone-elses-mps',
+      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: '10',
+      PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True',
+      GPU_COSPLAY_VRAM_MIB: '1024',
+    })
+    expect(runJson(['calibrate'], env).exitCode).toBe(0)
+    expect(JSON.parse(readFileSync(log, 'utf8')).shapingEnv).toEqual([])
+  })
+
+  it('refuses a GPU that others compute on', () => {
+    const {sim, env, log} = world()
+    sim.smi(['--sim-set', 'gpus.0.processes=[{"pid":42,"name":"python3","used_mib":900}]'])
+    const {exitCode, json} = runJson(['calibrate'], env)
+    expect([json.error.code, exitCode]).toEqual(['CALIBRATE_GPU_BUSY', 3])
+    expect(json.error.message).toContain('pid 42')
+    expect(existsSync(log)).toBe(false)
   })
 
   it('refuses a GPU with MIG mode on', () => {

@@ -22,7 +22,7 @@ describe('plan --on (no GPU)', () => {
     // a 1g slice shaped by MPS leaves the whole GPU's power limit alone (it would throttle every tenant)
     expect(json.powerLimitW).toBeNull()
     expect(json.gpuWide).toMatchObject({clockLock: false, powerLimit: false})
-    expect(json.mps).toMatchObject({smCount: json.smCount, pinnedMemLimitMiB: 24576})
+    expect(json.mps).toMatchObject({smCount: json.smCount, pinnedMemLimitMiB: 24576 + 512})
     expect(json.vramCapGiB).toBe(24)
     expect(sorted(json.expected)).toEqual(['bandwidthGBs', 'bf16Tflops', 'fp32Tflops', 'vramGB'])
     expect(Array.isArray(json.warnings)).toBe(true)

@@ -217,7 +217,7 @@ describe('the costume with real torch', () => {
     expect(world.json(['down', world.id]).exitCode).toBe(0)
   })
 
-  it('verify --perf measures with CPU torch in the session, labelled CPU, held to the stored plan', () => {
+  it('verify --perf --cpu measures with CPU torch in the session, labelled CPU, held to the stored plan; without --cpu CUDA is required', () => {
     const built = world.json(['build', '--base', BASE_IMAGE])
     docker(
       ['build', '-q', '-t', TORCH_IMAGE, '-'],
@@ -225,7 +225,11 @@ describe('the costume with real torch', () => {
     )
     const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--image', TORCH_IMAGE])
     expect(up.exitCode).toBe(0)
-    const perf = world.json(['verify', world.id, '--perf'])
+    // the session has a (simulated) GPU and CPU torch: asked for CUDA, verify fails and says why
+    const noCuda = world.json(['verify', world.id, '--perf'])
+    expect([noCuda.json.error.code, noCuda.exitCode]).toEqual(['PERF_NO_CUDA', 1])
+    expect(noCuda.json.error.message).toContain('CUDA could not be used')
+    const perf = world.json(['verify', world.id, '--perf', '--cpu'])
     expect(perf.exitCode).toBe(0)
     const r = perf.json
     expect(r.session).toBe(world.id)
@@ -249,9 +253,9 @@ describe('the costume with real torch', () => {
     expect(r.samples.source).toBe('nvidia-smi')
     expect(r.samples.count).toBeGreaterThan(0)
     expect(r.samples.rows[0].powerLimitW).toBe(JSON.parse(world.smi(['--sim-dump'])).gpus[0].power_limit)
-    const text = world.cli(['verify', world.id, '--perf'])
+    const text = world.cli(['verify', world.id, '--perf', '--cpu'])
     expect(text.exitCode).toBe(0)
-    expect(text.stdout).toContain('CPU (no CUDA device)')
+    expect(text.stdout).toContain('CPU (measured on purpose, --cpu)')
     expect(world.json(['down', world.id]).exitCode).toBe(0)
   })
 })

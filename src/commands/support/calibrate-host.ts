@@ -14,6 +14,7 @@ import {packageRoot} from '../../core/package-root.js'
 import {type Calibration, writeCalibration} from '../../host/calibration-file.js'
 import {measureHostPerf} from '../../host/measure-host-perf.js'
 import {pickGpu} from '../../host/pick-gpu.js'
+import {smiPathFrom} from '../../host/smi.js'
 import {probeHost} from '../../host/probe.js'
 import {calibrationFigures} from '../../plan/calibration-figures.js'
 import {hostModelFor} from '../../plan/plan-host.js'
@@ -41,11 +42,25 @@ export async function calibrateHost(index: number, now: Date): Promise<Calibrate
       },
     )
   }
+  // a GPU others compute on shares its SMs, power and clock with them: the figures would be theirs as much as its own
+  const others = gpu.processes ?? []
+  if (others.length > 0) {
+    throw new HostError(
+      'CALIBRATE_GPU_BUSY',
+      `GPU ${index} is in use by ${others.length} process(es) (${others
+        .slice(0, 5)
+        .map((p) => `${p.name} pid ${p.pid}`)
+        .join(', ')}): their work would skew the figures`,
+      {fix: ['calibrate when nothing runs on this GPU (nvidia-smi shows its processes)']},
+    )
+  }
   const m = await measureHostPerf(new LocalExecutor(), {
     python: process.env[HOST_ENV.python] || 'python3',
     script: join(packageRoot(), 'runtime-hooks', 'gpu_cosplay_perf.py'),
     gpuIndex: index,
     gpuUuid: gpu.uuid,
+    smiPath: smiPathFrom(process.env),
+    callerEnv: process.env,
   })
   const driver = probe.driverVersion ?? m.device.driver
   if (!driver) {

@@ -23,8 +23,20 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
     )
   }
   if (output.kind === 'refused') {
-    throw new ContainerError(output.code === 'NO_TORCH' ? 'PERF_NO_TORCH' : 'VERIFY_FAILED', `${c.name}: ${output.message}`, {
-      fix: ['install torch in the image (e.g. pip install torch), or use an image that has it: gpu-cosplay up --image'],
+    if (output.code === 'NO_TORCH') {
+      throw new ContainerError('PERF_NO_TORCH', `${c.name}: ${output.message}`, {
+        fix: ['install torch in the image (e.g. pip install torch), or use an image that has it: gpu-cosplay up --image'],
+      })
+    }
+    // the session has a GPU and cannot use it: a failed check (exit 1), not a CPU measurement that passes
+    const code = output.code === 'NO_CUDA' ? 'PERF_NO_CUDA' : output.code === 'DEVICE_OPEN' ? 'PERF_DEVICE_OPEN' : 'PERF_MEASURE_FAILED'
+    throw new ContainerError(code, `${c.name}: ${output.message}`, {
+      exit: 1,
+      fix: [
+        'check CUDA in the session: gpu-cosplay ssh ' + c.session + ' -- python3 -c "import torch; torch.cuda.init()"',
+        'the image needs torch built for CUDA; under MPS, see /run/gpu-cosplay/mps/status in the session',
+        'to measure the CPU on purpose: gpu-cosplay verify --perf --cpu',
+      ],
     })
   }
   const expectations = expectationsFromPlan(access.session.plan)

@@ -66,7 +66,7 @@ describe('seven small targets on one H200, shaped by MPS', () => {
       const tolerance = Math.max(0.03 * plan.target.fp32Tflops, TPC_TFLOPS / 2 + 0.01)
       expect(Math.abs(plan.expected.fp32Tflops - plan.target.fp32Tflops)).toBeLessThanOrEqual(tolerance)
       expect(up.json).toMatchObject({clockMHz: null, powerLimitW: null, gpuWide: {clockLock: false, powerLimit: false}})
-      expect(up.json.mps).toMatchObject({smCount: plan.smCount, pinnedMemLimitMiB: plan.vramCapMiB})
+      expect(up.json.mps).toMatchObject({smCount: plan.smCount, pinnedMemLimitMiB: plan.vramCapMiB + 512})
       expect(up.json.env.CUDA_MPS_PIPE_DIRECTORY).toBe(up.json.mps.pipeDirectory)
       sessions.push({name: up.json.name, pipe: up.json.mps.pipeDirectory, mig: up.json.mig.uuid})
     }

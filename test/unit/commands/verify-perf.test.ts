@@ -1,6 +1,9 @@
 import {describe, expect, it} from '@jest/globals'
 
+import {verifyPerf} from '../../../src/commands/support/verify-perf.js'
+import type {SessionAccess} from '../../../src/commands/support/session-access.js'
 import {renderVerifyPerf, type VerifyPerfResult} from '../../../src/commands/verify.js'
+import type {CosplayError} from '../../../src/core/errors.js'
 import {perfReport} from '../../../src/plan/perf-verdict.js'
 import type {PerfMeasurement} from '../../../src/host/perf-measurement.js'
 
@@ -22,7 +25,15 @@ function result(kind: 'cuda' | 'cpu'): VerifyPerfResult {
       vram:
         kind === 'cpu'
           ? {measured: null, unit: 'GiB', skipped: 'CPU run'}
-          : {measured: 23.875, unit: 'GiB', capGiB: 24, underCapOk: true, overCapRefused: false, hard: false},
+          : {
+              measured: 23.875,
+              unit: 'GiB',
+              capGiB: 24,
+              underCapOk: true,
+              overCapRefused: false,
+              hard: false,
+              hardReason: 'the driver granted 64 MiB past the limit',
+            },
     },
     samples:
       kind === 'cpu'
@@ -42,7 +53,7 @@ function result(kind: 'cuda' | 'cpu'): VerifyPerfResult {
 describe('renderVerifyPerf', () => {
   it('labels a CPU run and keeps its small figures readable', () => {
     const text = renderVerifyPerf(result('cpu'))
-    expect(text).toContain('CPU (no CUDA device): AMD EPYC')
+    expect(text).toContain('CPU (measured on purpose, --cpu): AMD EPYC')
     expect(text).toMatch(/FP32 GEMM TFLOPS\s+0\.007\s+13\.2\s+-\s+35\.6\s+SKIP/)
     expect(text).toContain('samples: none (no nvidia-smi on PATH)')
   })
@@ -53,5 +64,20 @@ describe('renderVerifyPerf', () => {
     expect(text).toMatch(/BF16 GEMM TFLOPS\s+150\.0\s+194\.9\s+155\.9\s+71\.2\s+PASS/)
     expect(text).toMatch(/VRAM GiB usable\s+23\.88\s+24\.00\s+24\.00\s+24\.00\s+FAIL/)
     expect(text).toContain('1 GiB more is ALLOWED')
+    expect(text).toContain('enforced by the driver: no (library-level cap) - the driver granted 64 MiB past the limit')
+  })
+})
+
+describe('verifyPerf when the session cannot use its GPU', () => {
+  const access = {container: {name: 'gpu-cosplay-s1', session: 's1'}} as unknown as SessionAccess
+  it.each([
+    ['NO_CUDA', 'CUDA could not be used: CUDA initialisation failed: MPS client failed to connect', 'PERF_NO_CUDA'],
+    ['DEVICE_OPEN', 'opening the CUDA device failed at mem_get_info: CUDA error', 'PERF_DEVICE_OPEN'],
+    ['PERF_UNEXPECTED', 'the measurement failed at vram: ZeroDivisionError', 'PERF_MEASURE_FAILED'],
+  ])('turns %s into one failed check (exit 1) with the reason', async (code, message, expected) => {
+    const ran = {exitCode: 3, stdout: JSON.stringify({error: {code, message}}), stderr: ''}
+    const error = (await verifyPerf(access, ran).catch((error_: unknown) => error_)) as CosplayError
+    expect([error.code, error.exit]).toEqual([expected, 1])
+    expect(error.message).toContain(message)
   })
 })

@@ -31,6 +31,19 @@ describe('measureHostPerf', () => {
     expect(executor.calls[0].options?.env).toEqual({CUDA_VISIBLE_DEVICES: 'GPU-abc'})
   })
 
+  it("unsets the caller's MPS, allocator and costume settings and passes the nvidia-smi to sample with", async () => {
+    const executor = new ScriptedExecutor({stdout: measurement('cuda')})
+    const callerEnv = {HOME: '/root', CUDA_MPS_PIPE_DIRECTORY: '/x', PYTORCH_CUDA_ALLOC_CONF: 'a', GPU_COSPLAY_VRAM_MIB: '1', CUDA_VISIBLE_DEVICES: '3'}
+    await measureHostPerf(executor, {...OPTIONS, callerEnv, smiPath: '/sim/nvidia-smi'})
+    expect(executor.calls[0].options?.env).toEqual({
+      CUDA_MPS_PIPE_DIRECTORY: undefined,
+      PYTORCH_CUDA_ALLOC_CONF: undefined,
+      GPU_COSPLAY_VRAM_MIB: undefined,
+      CUDA_VISIBLE_DEVICES: 'GPU-abc',
+    })
+    expect(executor.calls[0].argv.slice(-2)).toEqual(['--smi', '/sim/nvidia-smi'])
+  })
+
   it.each([
     ['a missing interpreter', new Error('spawn python3 ENOENT'), 'PYTHON_NOT_FOUND'],
     ['a run past the time limit', {timedOut: true, exitCode: 124}, 'PERF_TIMEOUT'],

@@ -58,7 +58,7 @@ describe('verdict bands', () => {
 describe('perfReport', () => {
   it('gives each axis exactly measured, unit, expectedPeak, expectedCalibrated, target and verdict', () => {
     const r = perfReport(measurement(), EXPECTATIONS, null)
-    expect(Object.keys(r).sort()).toEqual(['axes', 'device', 'expectation', 'samples', 'vramCap'])
+    expect(Object.keys(r).sort()).toEqual(['axes', 'clock', 'device', 'expectation', 'samples', 'vramCap'])
     expect(Object.keys(r.axes)).toEqual([...PERF_AXES])
     for (const axis of PERF_AXES) {
       expect(Object.keys(r.axes[axis]).sort()).toEqual(['expectedCalibrated', 'expectedPeak', 'measured', 'target', 'unit', 'verdict'])
@@ -106,7 +106,7 @@ describe('perfReport', () => {
     it('passes when up to the cap works and one GiB more is refused', () => {
       const r = perfReport(measurement(), EXPECTATIONS, null)
       expect(r.axes.vram).toMatchObject({measured: 23.875, unit: 'GiB', expectedPeak: 24, target: 24, verdict: 'PASS'})
-      expect(r.vramCap).toEqual({capGiB: 24, underCapOk: true, overCapRefused: true, cupyRefused: null, hard: null})
+      expect(r.vramCap).toEqual({capGiB: 24, underCapOk: true, overCapRefused: true, cupyRefused: null, hard: null, hardPlanned: false, note: null})
     })
 
     it('reports what CuPy saw: its own limit, and whether the cap is hard', () => {
@@ -114,6 +114,17 @@ describe('perfReport', () => {
       const r = perfReport(measurement({vram: {measured: 23.875, capGiB: 24, underCapOk: true, overCapRefused: true, hard: false, cupy}}), EXPECTATIONS, null)
       expect(r.vramCap).toMatchObject({cupyRefused: true, hard: false})
       expect(r.axes.vram.verdict).toBe('PASS')
+    })
+
+    it('warns when the plan set a hard limit and the driver granted memory past it, with the reason', () => {
+      const vram = {measured: 23.97, capGiB: 24, underCapOk: true, overCapRefused: true, hard: false, hardReason: 'the driver granted 64 MiB past the limit'}
+      const hardPlanned = {...EXPECTATIONS, hardCapPlanned: true}
+      const r = perfReport(measurement({vram}), hardPlanned, null)
+      expect(r.axes.vram.verdict).toBe('WARN')
+      expect(r.vramCap).toMatchObject({hard: false, hardPlanned: true})
+      expect(r.vramCap?.note).toContain('granted 64 MiB')
+      expect(perfReport(measurement({vram: {...vram, hard: true}}), hardPlanned, null).axes.vram.verdict).toBe('PASS')
+      expect(perfReport(measurement({vram}), EXPECTATIONS, null).axes.vram.verdict).toBe('PASS')
     })
 
     it('fails when allocating past the cap succeeds', () => {
@@ -124,6 +135,23 @@ describe('perfReport', () => {
       expect(perfReport(measurement({vram: {measured: 18, overCapRefused: true, underCapOk: false}}), EXPECTATIONS, null).axes.vram.verdict).toBe('WARN')
       expect(perfReport(measurement({vram: {measured: null, overCapRefused: true, underCapOk: false}}), EXPECTATIONS, null).axes.vram.verdict).toBe('FAIL')
     })
+  })
+
+  it('holds compute axes to the expectation at the clock observed while they were timed', () => {
+    // the plan assumed 1980 MHz; others' power draw held the clock at 1485 MHz (75%) while FP32 ran
+    const m = measurement({fp32: 15, bf16: 300})
+    const rows = [{smClockMHz: 1485, axis: 'fp32'}]
+    const byAxis = {fp32: {smClockMHz: {min: 1480, median: 1485, max: 1490}}, bf16: {smClockMHz: {min: 1975, median: 1980, max: 1980}}}
+    const sampled = {
+      ...m,
+      samples: {source: 'nvidia-smi', count: 1, rows, summary: {smClockMHz: null, powerW: null, throttleReasons: [], byAxis}},
+    } as PerfMeasurement
+    const e = {...EXPECTATIONS, effectiveClockMHz: 1980}
+    const r = perfReport(sampled, e, null)
+    expect(r.clock).toEqual({plannedMHz: 1980, observedMHz: {fp32: 1485, bf16: 1980}, factor: {fp32: 0.75, bf16: 1}})
+    expect(r.axes.fp32.verdict).toBe('PASS')
+    // without the observed clock the same figure is 25% short
+    expect(perfReport(m, e, null).axes.fp32.verdict).toBe('WARN')
   })
 
   it('labels a CPU run and skips every verdict (its figures say nothing about the GPU)', () => {
@@ -141,6 +169,8 @@ describe('expectationsFromPlan', () => {
     const e = expectationsFromPlan(plan)
     expect(e).toEqual({
       hostModel: 'h200_sxm',
+      effectiveClockMHz: plan.effectiveClockMHz,
+      hardCapPlanned: plan.mps !== null,
       targetKey: 'rtx_3090',
       peak: {fp32Tflops: plan.expected.fp32Tflops, bf16Tflops: plan.expected.bf16Tflops, bandwidthGBs: plan.expected.bandwidthGBs, vramGiB: 24},
       target: {fp32Tflops: plan.target.fp32Tflops, bf16Tflops: plan.target.bf16Tflops, bandwidthGBs: plan.target.bandwidthGBs, vramGB: 24},
