@@ -117,6 +117,8 @@ describe('two members share the GPU', () => {
       ['build', '--base', BASE_IMAGE],
       ['lease', 'hold', '--holder', 'mine', '--clock-mhz', '1000'],
       ['calibrate'],
+      ['metrics', '--listen', '0.0.0.0:9477'],
+      ['metrics', '--listen', '127.0.0.1:80'],
       ['up', 't4', '--lock-clock', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
       ['up', 't4', '--cap-power', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
       ['up', 't4', '--ssh-port', '80', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
