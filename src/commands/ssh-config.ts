@@ -81,25 +81,11 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
     const host = sessionAlias(c.session)
     const sshDir = join(homedir(), '.ssh')
     // asked by a client (--host, or a member of this box): it pins the key on its side; nothing is written here
-    if (authorizeKey !== undefined) {
-      return {
-        session: c.session,
-        host,
-        hostName: c.sshHost,
-        port: c.sshPort,
-        user: c.user,
-        identityFile: '',
-        hostKey,
-        proxyJump: null,
-        knownHostsFile: null,
-        entry: '',
-        installed: null,
-      }
-    }
-    const knownHostsFile = writeSessionKnownHosts(sshDir, host, hostKey)
-    const entry = sshConfigEntry(c, identity.privateKeyPath, knownHostsFile)
+    const asked = authorizeKey !== undefined
+    const knownHostsFile = asked ? null : writeSessionKnownHosts(sshDir, host, hostKey)
+    const entry = knownHostsFile === null ? '' : sshConfigEntry(c, identity.privateKeyPath, knownHostsFile)
     let installed: SshConfigResult['installed'] = null
-    if (install) {
+    if (install && !asked) {
       const {installSshConfig} = await import('./support/install-ssh-config.js')
       installed = installSshConfig(sshDir, c.session, entry)
     }
@@ -109,7 +95,7 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
       hostName: c.sshHost,
       port: c.sshPort,
       user: c.user,
-      identityFile: identity.privateKeyPath,
+      identityFile: asked ? '' : identity.privateKeyPath,
       hostKey,
       proxyJump: null,
       knownHostsFile,

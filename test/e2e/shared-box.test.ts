@@ -117,8 +117,6 @@ describe('two members share the GPU', () => {
       ['build', '--base', BASE_IMAGE],
       ['lease', 'hold', '--holder', 'mine', '--clock-mhz', '1000'],
       ['calibrate'],
-      ['metrics', '--listen', '0.0.0.0:9477'],
-      ['metrics', '--listen', '127.0.0.1:80'],
       ['up', 't4', '--lock-clock', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
       ['up', 't4', '--cap-power', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
       ['up', 't4', '--ssh-port', '80', '--workspace', join(box.home(MEMBERS.b.user), 'ws')],
@@ -127,6 +125,11 @@ describe('two members share the GPU', () => {
     ]) {
       const r = box.json('b', args)
       expect({args, exit: r.exitCode, code: r.json.error?.code}).toEqual({args, exit: 4, code: 'ROOT_ONLY'})
+    }
+    // metrics prints no JSON (it serves): refused before it listens
+    for (const listen of ['0.0.0.0:9477', '127.0.0.1:80']) {
+      const r = box.cli('b', ['metrics', '--listen', listen])
+      expect({listen, exit: r.exitCode, said: /only root/.test(r.stderr)}).toEqual({listen, exit: 4, said: true})
     }
   })
 
