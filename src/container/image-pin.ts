@@ -3,13 +3,12 @@
  * labels for this version, and through the engine its ID must be the one the engine itself built, kept in a
  * root-owned file of the state directory (`images.json`). The session's container is then created from that ID.
  */
-import fs from 'node:fs'
 import path from 'node:path'
 
 import {z} from 'zod'
 
 import {ContainerError} from '../core/errors.js'
-import {writeTextAtomic} from '../core/json-file.js'
+import {readJsonFile, writeTextAtomic} from '../core/json-file.js'
 import {LABELS} from '../core/names.js'
 import type {ImageInfo} from './runtime.js'
 
@@ -36,22 +35,11 @@ export function assertCosplayImage(image: ImageInfo, tag: string, version: strin
  * lets nothing through): it is not the engine's word.
  */
 export function readPinnedImages(stateDir: string): Readonly<Record<string, string>> {
-  const file = path.join(stateDir, PINNED_IMAGES_FILE)
-  let fd: number
   try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+    const read = readJsonFile(path.join(stateDir, PINNED_IMAGES_FILE), pinnedImagesSchema, {owner: 0, ownerWritesOnly: true})
+    return read?.ok ? read.data.images : {}
   } catch {
     return {}
-  }
-  try {
-    const info = fs.fstatSync(fd)
-    if (!info.isFile() || info.uid !== 0 || (info.mode & 0o022) !== 0) return {}
-    const parsed = pinnedImagesSchema.safeParse(JSON.parse(fs.readFileSync(fd, 'utf8')))
-    return parsed.success ? parsed.data.images : {}
-  } catch {
-    return {}
-  } finally {
-    fs.closeSync(fd)
   }
 }
 

@@ -11,7 +11,7 @@ import {StateError} from './errors.js'
  */
 
 /** Why a path was not read or written: never followed or acted on. */
-export type UnsafeReason = 'symlink' | 'not-a-file' | 'not-a-folder' | 'foreign-owner'
+export type UnsafeReason = 'symlink' | 'not-a-file' | 'not-a-folder' | 'foreign-owner' | 'others-may-write'
 
 /** A path that is a symlink, not what it should be (a regular file, a folder), or owned by someone it must not be. */
 export class UnsafeFileError extends StateError {
@@ -46,6 +46,8 @@ function describeUnsafe(reason: UnsafeReason): string {
       return 'is not a regular file'
     case 'not-a-folder':
       return 'is not a folder'
+    case 'others-may-write':
+      return 'is writable by others than its owner'
     case 'foreign-owner':
       return 'belongs to someone it should not'
   }
@@ -133,6 +135,8 @@ export type ReadOptions = {
   readonly owner?: number | null
   /** follow a symlink (a user's own config in their home); by default a symlink is refused */
   readonly followSymlinks?: boolean
+  /** refuse a file its group or others may write (what root takes as its own word: the box's config, image pins) */
+  readonly ownerWritesOnly?: boolean
 }
 
 /**
@@ -157,6 +161,7 @@ export function readTextIfExists(file: string, options: ReadOptions = {}): strin
     if (options.owner !== undefined && options.owner !== null && info.uid !== options.owner) {
       throw new UnsafeFileError(file, 'foreign-owner', ` (uid ${info.uid}, only uid ${options.owner} is trusted here)`)
     }
+    if (options.ownerWritesOnly && (info.mode & 0o022) !== 0) throw new UnsafeFileError(file, 'others-may-write', ` (mode ${(info.mode & 0o777).toString(8)})`)
     return fs.readFileSync(fd, 'utf8')
   } finally {
     fs.closeSync(fd)

@@ -1,10 +1,9 @@
 /** Reads and checks the box's configuration: a YAML parser and a schema, loaded only where a box is installed. */
-import fs from 'node:fs'
-
 import {load} from 'js-yaml'
 import {z} from 'zod'
 
 import {BOX_CONFIG_FILE, type BoxConfig} from './box-config.js'
+import {readTextIfExists, UnsafeFileError} from './json-file.js'
 
 const absolutePath = z.string().regex(/^\/[^\0\n]*$/, 'an absolute path')
 
@@ -28,35 +27,25 @@ export type BoxConfigRead = {ok: true; config: BoxConfig} | {ok: false; why: str
  * (not a regular root-owned file that only root can write, or not valid).
  */
 export function readBoxConfig(file: string = BOX_CONFIG_FILE): BoxConfigRead {
-  let fd: number
+  let text: string | null
   try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+    text = readTextIfExists(file, {owner: 0, ownerWritesOnly: true})
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') return null
-    return {ok: false, why: code === 'ELOOP' ? `${file} is a symlink` : `${file} cannot be read (${code ?? 'error'})`}
+    return {ok: false, why: error instanceof UnsafeFileError ? error.message : `${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`}
   }
+  if (text === null) return null
+  let raw: unknown
   try {
-    const info = fs.fstatSync(fd)
-    if (!info.isFile()) return {ok: false, why: `${file} is not a regular file`}
-    if (info.uid !== 0 || (info.mode & 0o022) !== 0) {
-      return {ok: false, why: `${file} must belong to root and be writable by root alone (owner uid ${info.uid}, mode ${(info.mode & 0o777).toString(8)})`}
-    }
-    let raw: unknown
-    try {
-      raw = load(fs.readFileSync(fd, 'utf8'))
-    } catch (error) {
-      return {ok: false, why: `${file} is not valid YAML: ${(error as Error).message.split('\n')[0]}`}
-    }
-    const parsed = BoxConfigSchema.safeParse(raw)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      return {ok: false, why: `${file}: field "${issue.path.map(String).join('.')}": ${issue.message}`}
-    }
-    return {ok: true, config: parsed.data}
-  } finally {
-    fs.closeSync(fd)
+    raw = load(text)
+  } catch (error) {
+    return {ok: false, why: `${file} is not valid YAML: ${(error as Error).message.split('\n')[0]}`}
   }
+  const parsed = BoxConfigSchema.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    return {ok: false, why: `${file}: field "${issue.path.map(String).join('.')}": ${issue.message}`}
+  }
+  return {ok: true, config: parsed.data}
 }
 
 // the schema and the type say the same thing
