@@ -17,12 +17,14 @@ import {InputError, StateError} from '../core/errors.js'
 import type {Executor} from '../core/executor.js'
 import {findExecutable} from '../core/find-executable.js'
 import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
+import {ensureDirMode} from '../core/settle-dir.js'
 import {SHARED_STATE_DIR} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
 import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SUDOERS_PATH} from './entry-point.js'
 import {whyNotRootOnly, whyTreeNotRootOnly} from './trusted-path.js'
 
 export const DEFAULT_GROUP = 'gpu-cosplay'
+const ROOT = {uid: 0, gid: 0}
 
 export type InstallRequest = {
   group?: string
@@ -209,13 +211,10 @@ function isRootsStateDir(dir: string): boolean {
   return true
 }
 
-/** A folder of root's, 0755, made if missing; never a symlink. */
+/** A folder of root's, 0755, made if missing; never a symlink (settled on the open folder). */
 function ensureRootDir(dir: string): void {
-  fs.mkdirSync(dir, {recursive: true, mode: 0o755})
-  const info = fs.lstatSync(dir)
-  if (!info.isDirectory()) throw new StateError('NOT_A_FOLDER', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
-  if (info.uid !== 0 || info.gid !== 0) fs.lchownSync(dir, 0, 0)
-  if ((info.mode & 0o7777) !== 0o755) fs.chmodSync(dir, 0o755)
+  fs.mkdirSync(path.dirname(dir), {recursive: true, mode: 0o755})
+  ensureDirMode(dir, 0o755, ROOT)
 }
 
 function writeIfChanged(what: string, file: string, text: string, mode: number): InstallItem {
