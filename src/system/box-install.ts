@@ -16,12 +16,12 @@ import {readBoxConfig} from '../core/read-box-config.js'
 import {InputError, StateError} from '../core/errors.js'
 import type {Executor} from '../core/executor.js'
 import {findExecutable} from '../core/find-executable.js'
-import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
+import {readTextIfExists, UnsafeFileError, writeTextAtomic} from '../core/json-file.js'
 import {ensureDirMode} from '../core/settle-dir.js'
 import {SHARED_STATE_DIR} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
 import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SUDOERS_PATH} from './entry-point.js'
-import {whyNotRootOnly, whyTreeNotRootOnly} from './trusted-path.js'
+import {whyNotRootOnly, whyNotRootsEntry, whyTreeNotRootOnly} from './trusted-path.js'
 
 export const DEFAULT_GROUP = 'gpu-cosplay'
 const ROOT = {uid: 0, gid: 0}
@@ -199,7 +199,7 @@ function takeOverStateDir(dir: string, notes: string[]): InstallItem[] {
 function isRootsStateDir(dir: string): boolean {
   const rootOnly = (file: string) => {
     const info = fs.lstatSync(file)
-    return info.uid === 0 && !info.isSymbolicLink() && (info.mode & 0o022) === 0
+    return !info.isSymbolicLink() && whyNotRootsEntry(file, info) === null
   }
   if (!rootOnly(dir)) return false
   for (const sub of ['gpus', 'sessions', 'users']) {
@@ -218,7 +218,7 @@ function ensureRootDir(dir: string): void {
 }
 
 function writeIfChanged(what: string, file: string, text: string, mode: number): InstallItem {
-  const current = isLink(file) ? null : readTextIfExists(file)
+  const current = plainFileText(file)
   const info = current === null ? null : fs.lstatSync(file)
   if (current === text && info && info.uid === 0 && (info.mode & 0o7777) === mode) return {what, path: file, action: 'unchanged'}
   writeTextAtomic(file, text, mode)
@@ -248,6 +248,16 @@ async function writeSudoers(text: string, executor: Executor): Promise<InstallIt
 function assertRoot(command: string): void {
   if (process.getuid?.() !== 0)
     throw new StateError('ROOT_ONLY', `${command} changes the box for everyone: only root may run it`, {exit: 4, fix: [`sudo gpu-cosplay ${command} --yes`]})
+}
+
+/** The file's text; null when it is missing or not a plain file (a link in its place is replaced, never followed). */
+function plainFileText(file: string): string | null {
+  try {
+    return readTextIfExists(file)
+  } catch (error) {
+    if (error instanceof UnsafeFileError) return null
+    throw error
+  }
 }
 
 function isLink(file: string): boolean {

@@ -38,7 +38,8 @@ export function whyTreeNotRootOnly(root: string): string | null {
   return null
 }
 
-function whyNotRootsEntry(file: string, info: fs.Stats): string | null {
+/** Why this entry is not root's alone (owned by root, written by root alone; a sticky folder like /tmp is fine). */
+export function whyNotRootsEntry(file: string, info: fs.Stats): string | null {
   if (info.uid !== 0) return `${file} belongs to uid ${info.uid}, not root`
   if (info.isSymbolicLink()) return null
   const sticky = info.isDirectory() && (info.mode & 0o1000) !== 0
