@@ -2,7 +2,7 @@ import type {Target} from '../catalog/types.js'
 import {StateError} from '../core/errors.js'
 import {errorPct, round} from '../core/units.js'
 import {bf16TflopsAt, fp32TflopsAt, migBandwidthGBs, supportedClocksMHz} from './throughput.js'
-import {type MpsLevel, mpsLevels} from './mps-shaping.js'
+import {MPS_MIN_SMS_WHOLE_GPU, type MpsLevel, mpsLevels} from './mps-shaping.js'
 import {planScore} from './plan-score.js'
 import type {Expected, GpuWideRequest, Objective, Plan, PlanConstraints, PlanHost, ProfileOption, TargetSummary} from './types.js'
 import {explainPlan} from './warnings.js'
@@ -65,7 +65,7 @@ export function planCosplay(
   const candidates: Candidate[] = []
   for (const shape of shapes.options) {
     const gpuWide = gpuWideFor(host, shape, request)
-    const levels: (MpsLevel | null)[] = host.mpsAvailable ? mpsLevels(shape.smCount) : [null]
+    const levels: (MpsLevel | null)[] = host.mpsAvailable ? mpsLevels(shape.smCount, shape.profile === null ? MPS_MIN_SMS_WHOLE_GPU : undefined) : [null]
     for (const clockMHz of clockChoices(host, constraints, gpuWide.clockLock)) {
       for (const mps of levels) {
         const expected = expectedFor(target, host, shape, mps?.smCount ?? shape.smCount, clockMHz)
