@@ -1,3 +1,5 @@
+import {readFileSync} from 'node:fs'
+
 import {parsePerfOutput} from '../../../src/host/perf-measurement.js'
 
 const MEASURED = {
@@ -38,5 +40,31 @@ describe('parsePerfOutput', () => {
     ['a missing axis', JSON.stringify({...MEASURED, axes: {...MEASURED.axes, bf16: undefined}})],
   ])('returns null for %s', (_, text) => {
     expect(parsePerfOutput(text)).toBeNull()
+  })
+})
+
+// What the measurement printed on a real H200 (driver 580.159.04, 2026-11-26, bench/gpu/device-check.sh): the whole
+// GPU, and a client of an MPS daemon of its own at 50% with a 16 GiB pinned limit.
+describe('a real GPU measurement', () => {
+  const read = (name: string) => parsePerfOutput(readFileSync(`test/fixtures/perf/${name}`, 'utf8'))
+
+  it('reads the whole-GPU run, its power-capped samples included', () => {
+    const out = read('h200-whole-gpu.json')
+    if (out?.kind !== 'measured') throw new Error(`not read: ${JSON.stringify(out)}`)
+    const m = out.measurement
+    expect(m.device).toMatchObject({name: 'NVIDIA H200', kind: 'cuda', driver: '580.159.04'})
+    expect(m.axes.bf16.measured).toBeGreaterThan(600)
+    expect(m.axes.bandwidth.measured).toBeGreaterThan(4000)
+    expect(m.axes.vram.measured).toBeGreaterThan(139)
+    expect(m.samples.summary?.throttleReasons).toEqual(['sw_power_cap'])
+  })
+
+  it('reads the MPS client: half the SMs, the pinned limit as the memory it can have', () => {
+    const out = read('h200-mps50-pinned16g.json')
+    if (out?.kind !== 'measured') throw new Error(`not read: ${JSON.stringify(out)}`)
+    const m = out.measurement
+    expect(m.device.smCount).toBe(66)
+    expect(m.axes.vram.measured).toBeGreaterThan(15)
+    expect(m.axes.vram.measured).toBeLessThan(16)
   })
 })
