@@ -3,6 +3,7 @@
  * are shaped inside their own 1g slices, the GPU-wide clock and power stay as found, `plan` predicts `up`,
  * and every daemon goes with its session, also after a kill -9.
  */
+import {execFileSync} from 'node:child_process'
 import {existsSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -15,6 +16,11 @@ afterAll(cleanupTemps)
 const TEAM = ['gtx_1650', 'gtx_1660', 'gtx_1660_ti', 'rtx_2060', 'rtx_2060_12g', 'rtx_2070', 't4']
 /** MPS gives whole TPCs (2 SMs): on an H200 SM at 1980 MHz that is 1.01 TFLOPS a step */
 const TPC_TFLOPS = (2 * 256 * 1980) / 1e6
+
+/** What a session's own daemon holds now, asked the way a client's tools would. */
+function askDaemon(pipeDirectory: string, command: string): string {
+  return execFileSync(MPS_SIM_BIN, [], {input: `${command}\n`, env: {...process.env, CUDA_MPS_PIPE_DIRECTORY: pipeDirectory}, encoding: 'utf8'}).trim()
+}
 
 type MpsRecord = {argv: string[]; command: string | null; cudaVisibleDevices: string | null; pipeDirectory: string}
 
@@ -69,7 +75,24 @@ describe('seven small targets on one H200, shaped by MPS', () => {
       expect(up.json.mps).toMatchObject({smCount: plan.smCount, pinnedMemLimitMiB: plan.vramCapMiB + 512})
       expect(up.json.env.CUDA_MPS_PIPE_DIRECTORY).toBe(up.json.mps.pipeDirectory)
       sessions.push({name: up.json.name, pipe: up.json.mps.pipeDirectory, mig: up.json.mig.uuid})
+      // the daemon of this session got this plan's limits, and holds them
+      const sent = mpsLog(sim)
+        .filter((r) => r.pipeDirectory === up.json.mps.pipeDirectory && r.command && !r.argv.includes('-d'))
+        .map((r) => r.command)
+      expect(sent).toEqual([
+        `set_default_active_thread_percentage ${plan.mps.activeThreadPercentage}`,
+        `set_default_device_pinned_mem_limit 0 ${plan.vramCapMiB + 512}M`,
+      ])
+      expect(askDaemon(up.json.mps.pipeDirectory, 'get_default_active_thread_percentage')).toBe(`${plan.mps.activeThreadPercentage}.0`)
     }
+    // a team of different targets: not one percentage for all
+    expect(
+      new Set(
+        mpsLog(sim)
+          .filter((r) => r.command?.startsWith('set_default_active'))
+          .map((r) => r.command),
+      ).size,
+    ).toBeGreaterThan(3)
     // one daemon per session, on the session's own MIG device, with its limits
     const starts = mpsLog(sim).filter((r) => r.argv.includes('-d'))
     expect(starts.map((r) => r.cudaVisibleDevices).sort()).toEqual(sessions.map((s) => s.mig).sort())
