@@ -30,3 +30,15 @@ it("the README's command reference is what npm run readme generates from the com
   expect(result.stderr).toBe('')
   expect(result.status).toBe(0)
 })
+
+it("every README example that shows a command's output (`$ gpu-cosplay ...` and the lines after it) is what the command prints", () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+  const shown = [...readme.matchAll(/```\n\$ gpu-cosplay ([^\n]+)\n([\s\S]*?)```/g)]
+    .map((m) => ({argv: m[1].split(' '), output: m[2]}))
+    .filter((e) => e.output.trim() !== '' && !/^\$ /m.test(e.output))
+  expect(shown.length).toBeGreaterThan(0)
+  for (const {argv, output} of shown) {
+    const ran = spawnSync(process.execPath, [join(ROOT, 'bin', 'run.js'), ...argv], {cwd: ROOT, env: baseEnv({COLUMNS: '120'}), encoding: 'utf8'})
+    expect({argv, status: ran.status, output: ran.stdout}).toEqual({argv, status: 0, output})
+  }
+})
