@@ -1,6 +1,7 @@
 import type {Hook} from '@oclif/core'
 
-import {describeFailure, printFailure} from './base-command.js'
+import {describeFailure} from '../../core/failure.js'
+import {printFailure} from './base-command.js'
 import {unknownCommand} from './unknown-command.js'
 
 /**

@@ -8,7 +8,7 @@ import type {ContainerState, ContainerStates} from '../../container/container-st
 import {isCosplayError} from '../../core/errors.js'
 import type {RefusedFile} from '../../core/json-file.js'
 import {probeHost} from '../../host/probe.js'
-import {describeFailure, escapeFailure, type Failure} from './base-command.js'
+import {describeFailure, escapeFailure, type Failure} from '../../core/failure.js'
 import {localSmi} from './context.js'
 import {diedOnThisHost} from '../../core/process-gone.js'
 

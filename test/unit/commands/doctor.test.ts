@@ -4,7 +4,7 @@ import {describe, expect, it} from '@jest/globals'
 
 import {privilegesCheck} from '../../../src/commands/doctor.js'
 
-import {usageLine} from '../../../src/commands/support/base-command.js'
+import {usageLine} from '../../../src/core/failure.js'
 import {checkSmiPrivileges} from '../../../src/host/privileges.js'
 import {ScriptedExecutor} from '../support/scripted-executor.js'
 
