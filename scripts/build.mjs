@@ -27,7 +27,7 @@ await build({
     'command-not-found': 'src/commands/support/command-not-found.ts',
     'compile-catalog': 'src/catalog/compile-catalog.ts',
     // bin/run.js starts `up`'s first nvidia-smi -L from here before loading oclif; up picks up the same promise
-    'first-listing': 'src/commands/support/first-listing.ts',
+    'first-listing': 'src/client/first-listing.ts',
     // on a shared box, bin/run.js asks here whether the engine runs the command (src/system/engine-route.ts)
     'engine-route': 'src/system/engine-route.ts',
   },

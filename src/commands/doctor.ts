@@ -16,7 +16,7 @@ import {smiPathFrom} from '../host/smi.js'
 import type {HostGpu, HostProbe, MigAvailability} from '../host/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {hostFlag} from './support/host-flag.js'
-import {currentCatalog, localSmi} from './support/context.js'
+import {currentCatalog, localSmi} from '../client/context.js'
 import {renderDoctor} from './support/render-doctor.js'
 
 export type CheckStatus = 'ok' | 'missing' | 'warn'

@@ -27,7 +27,7 @@ A GPU-wide lease hold (\`lease:HOLDER\` in \`ps\`) ends like \`lease release\`; 
       throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
     if (names.length > 0 && flags.all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
     const [{applyContext}, {tearDown}, {listSessions}] = await Promise.all([
-      import('./support/apply-context.js'),
+      import('../client/apply-context.js'),
       import('../apply/tear-down.js'),
       import('../apply/book-store.js'),
     ])

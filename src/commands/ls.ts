@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {type Arch, ARCHS, type Target} from '../catalog/types.js'
 import {BaseCommand} from './support/base-command.js'
-import {currentCatalog} from './support/context.js'
+import {currentCatalog} from '../client/context.js'
 import {fixed, formatTable} from './support/format-table.js'
 
 export type LsResult = Target[]

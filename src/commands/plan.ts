@@ -10,9 +10,9 @@ import {type Achievable, achievableFor} from '../plan/achievable-for.js'
 import {OBJECTIVES, type Plan as CosplayPlan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {hostFlag} from './support/host-flag.js'
-import {currentCatalog, localSmi} from './support/context.js'
+import {currentCatalog, localSmi} from '../client/context.js'
 import {fixed, formatTable} from './support/format-table.js'
-import {planFor} from './support/plan-for.js'
+import {planFor} from '../client/plan-for.js'
 
 /** `achievable`: the plan's figures as this host really delivers them (calibrate), next to the peaks */
 export type PlanResult = CosplayPlan & {achievable: Achievable}
@@ -78,7 +78,7 @@ export default class Plan extends BaseCommand {
     }
     const {plan: cosplay, host, probe} = await planFor(catalog, target, request, () => localSmi())
     // a model (--on) has no calibration; reading one loads zod, which `plan --on` must not pay for at start-up
-    const calibration = probe === null ? {status: 'model' as const} : (await import('./support/plan-calibration.js')).planCalibration(host.model.key, probe)
+    const calibration = probe === null ? {status: 'model' as const} : (await import('../client/plan-calibration.js')).planCalibration(host.model.key, probe)
     const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.achievedFraction)}
     if (flags.output) {
       // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.

@@ -1,4 +1,4 @@
-import type {SessionView} from './support/read-host-status.js'
+import type {SessionView} from '../client/read-host-status.js'
 import {BaseCommand} from './support/base-command.js'
 import {formatTable} from './support/format-table.js'
 import {hostsFlag} from './support/host-flag.js'
@@ -18,7 +18,7 @@ export default class Ps extends BaseCommand {
     const {flags} = await this.parse(Ps)
     const remote = await this.forwardToHost<PsResult>(flags.host, renderPs, (perHost) => perHost.flatMap(({host, result}) => result.map((s) => ({host, ...s}))))
     if (remote) return remote.result
-    const {readHostStatus} = await import('./support/read-host-status.js')
+    const {readHostStatus} = await import('../client/read-host-status.js')
     const {sessions} = await readHostStatus({orphans: false})
     if (!this.jsonEnabled()) this.log(renderPs(sessions))
     return sessions

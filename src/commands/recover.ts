@@ -17,7 +17,7 @@ Every mutating command does this for its own GPU first; run it yourself after a 
     const {flags} = await this.parse(Recover)
     const remote = await this.forwardToHost(flags.host, renderRecover)
     if (remote) return remote.result
-    const [{applyContext}, {recoverAll}] = await Promise.all([import('./support/apply-context.js'), import('../apply/recover.js')])
+    const [{applyContext}, {recoverAll}] = await Promise.all([import('../client/apply-context.js'), import('../apply/recover.js')])
     const ctx = await applyContext({mutates: true})
     const result = await recoverAll(ctx.deps)
     if (!this.jsonEnabled()) this.log(renderRecover(result))

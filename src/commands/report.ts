@@ -31,7 +31,7 @@ export default class Report extends BaseCommand {
     const {args, flags} = await this.parse(Report)
     let workspace = flags.workspace
     if (!workspace) {
-      const {accessSession} = await import('./support/session-access.js')
+      const {accessSession} = await import('../client/session-access.js')
       workspace = accessSession(args.name).container.workspace ?? undefined
       if (!workspace) throw new InputError('NO_WORKSPACE', 'the session has no /workspace bind; pass --workspace DIR')
     }

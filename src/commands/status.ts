@@ -1,4 +1,4 @@
-import type {HostView} from './support/read-host-status.js'
+import type {HostView} from '../client/read-host-status.js'
 import {Flags} from '@oclif/core'
 
 import {InputError} from '../core/errors.js'
@@ -39,7 +39,7 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
       }),
     )
     if (remote) return remote.result
-    const {readHostStatus} = await import('./support/read-host-status.js')
+    const {readHostStatus} = await import('../client/read-host-status.js')
     const status = await readHostStatus()
     if (!this.jsonEnabled()) this.log(renderStatus(status, style))
     // The records are still worth showing without the GPUs, but a status that could not read them is not a success.
@@ -52,7 +52,7 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
 
   /** the same picture, redrawn each interval until Ctrl-C; returns the last one read */
   private async watch(everyMs: number): Promise<StatusResult> {
-    const {readHostStatus} = await import('./support/read-host-status.js')
+    const {readHostStatus} = await import('../client/read-host-status.js')
     const {watchScreen} = await import('./support/watch-screen.js')
     let last: HostView | undefined
     await watchScreen({

@@ -15,9 +15,9 @@ import {shellQuote} from '../export/shell-words.js'
 import {OBJECTIVES, type Objective, type Plan} from '../plan/types.js'
 import {BaseCommand} from './support/base-command.js'
 import {placeFlag} from './support/host-flag.js'
-import type {Placement} from './support/choose-host.js'
+import type {Placement} from '../client/choose-host.js'
 import type {HostAddress} from '../remote/host-url.js'
-import {currentCatalog} from './support/context.js'
+import {currentCatalog} from '../client/context.js'
 
 export type UpResult = {
   name: string
@@ -131,9 +131,9 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     if ((flags['ssh-port'] ?? 1024) < 1024) requireRootOnSharedBox(`up --ssh-port ${flags['ssh-port']}`, 'takes a privileged port of the host')
     const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, this.config.version)
     // The first look at the GPUs (`-L`, read-only), started by bin/run.js before oclif loaded, or now.
-    const firstListing = (await import('./support/first-listing.js')).firstListing()
+    const firstListing = (await import('../client/first-listing.js')).firstListing()
     const [{applyContext, cancelOnSignals}, {bringUp}, {findMpsControl}] = await Promise.all([
-      import('./support/apply-context.js'),
+      import('../client/apply-context.js'),
       import('../apply/bring-up.js'),
       import('../host/mps.js'),
     ])
@@ -187,7 +187,7 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
 
   /** Several boxes: plan on each, then up on the one whose plan comes closest (choose-host.ts). */
   private async upOnBestHost(hosts: HostAddress[], gpu: string, flags: UpFlags): Promise<UpResult> {
-    const [{rankHosts, upOnBest}, {describePlacement}] = await Promise.all([import('./support/choose-host.js'), import('../plan/placement.js')])
+    const [{rankHosts, upOnBest}, {describePlacement}] = await Promise.all([import('../client/choose-host.js'), import('../plan/placement.js')])
     const quiet = this.jsonEnabled()
     const say = (line: string) => (quiet ? undefined : this.logToStderr(line))
     say(`Planning ${gpu} on ${hosts.map((h) => h.label).join(', ')}`)
@@ -320,7 +320,7 @@ async function upResult(active: ActiveSession, target: Target, launched: Launche
 async function upContainer({container: c, prepared, keyOwner}: Launched, startedAt: number): Promise<UpContainer> {
   const [{connectHints, sessionAlias}, {writeSessionKnownHosts}] = await Promise.all([
     import('../container/connect-hints.js'),
-    import('./support/session-known-hosts.js'),
+    import('../client/session-known-hosts.js'),
   ])
   const keyPath = prepared.identity.privateKeyPath
   // root acting for the user who ran sudo: the pinned key's file is theirs, like their key

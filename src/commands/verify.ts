@@ -36,7 +36,7 @@ With --perf it measures instead (torch in the session on its GPU, under 30 s): F
       flags.perf ? renderVerifyPerf(r as VerifyPerfResult) : renderVerify(r as VerifyResult),
     )
     if (remote) return remote.result
-    const {accessSession} = await import('./support/session-access.js')
+    const {accessSession} = await import('../client/session-access.js')
     const {DockerRuntime} = await import('../container/runtime.js')
     const {execUserOf} = await import('../container/session-container.js')
     const access = accessSession(args.name)

@@ -5,7 +5,7 @@ import {InputError} from '../../core/errors.js'
 import {requireRootOnSharedBox} from '../../core/invoking-user.js'
 import {BaseCommand} from '../support/base-command.js'
 import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
-import {currentCatalog} from '../support/context.js'
+import {currentCatalog} from '../../client/context.js'
 import {renderLeases} from '../support/render-lease.js'
 
 export type LeaseHoldResult = HoldOutcome
@@ -33,7 +33,7 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
     const remote = await this.forwardToHost(flags.host, renderHold)
     if (remote) return remote.result
     const [{applyContext, cancelOnSignals}, {holdLease, assertHoldInput}] = await Promise.all([
-      import('../support/apply-context.js'),
+      import('../../client/apply-context.js'),
       import('../../apply/lease-hold.js'),
     ])
     // Flags are checked before the GPU is contacted; the values against the GPU's ranges once it is read.

@@ -26,7 +26,7 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     const {flags} = await this.parse(LeaseRelease)
     const remote = await this.forwardToHost(flags.host, renderRelease)
     if (remote) return remote.result
-    const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('../support/apply-context.js'), import('../../apply/lease-hold.js')])
+    const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('../../client/apply-context.js'), import('../../apply/lease-hold.js')])
     assertHolder(flags.holder)
     const ctx = await applyContext({mutates: true})
     const result = await releaseLease({hostGpu: flags['host-gpu'], holder: flags.holder}, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)

@@ -19,7 +19,7 @@ import {probeHost} from '../../host/probe.js'
 import {calibrationFigures} from '../../plan/calibration-figures.js'
 import {hostModelFor} from '../../plan/plan-host.js'
 import type {CalibrateResult} from '../calibrate.js'
-import {currentCatalog, localSmi} from './context.js'
+import {currentCatalog, localSmi} from '../../client/context.js'
 
 export async function calibrateHost(index: number, now: Date): Promise<CalibrateResult> {
   const catalog = await currentCatalog()

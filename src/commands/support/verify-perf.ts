@@ -7,8 +7,8 @@ import {readCalibration} from '../../host/calibration-file.js'
 import {parsePerfOutput} from '../../host/perf-measurement.js'
 import {expectationsFromPlan, PERF_AXES, perfReport} from '../../plan/perf-verdict.js'
 import type {VerifyPerfResult} from '../verify.js'
-import {currentCatalog} from './context.js'
-import type {SessionAccess} from './session-access.js'
+import {currentCatalog} from '../../client/context.js'
+import type {SessionAccess} from '../../client/session-access.js'
 
 export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; stdout: string; stderr: string}): Promise<VerifyPerfResult> {
   const c = access.container

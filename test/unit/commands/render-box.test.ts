@@ -1,7 +1,7 @@
 import {describe, expect, it} from '@jest/globals'
 
 import {renderBox, terminalStyle} from '../../../src/commands/support/render-box.js'
-import type {HostView} from '../../../src/commands/support/read-host-status.js'
+import type {HostView} from '../../../src/client/read-host-status.js'
 
 const view = (gpu: Record<string, unknown>): HostView =>
   ({

@@ -1,7 +1,7 @@
 import {describe, expect, it} from '@jest/globals'
 
 import {verifyPerf} from '../../../src/commands/support/verify-perf.js'
-import type {SessionAccess} from '../../../src/commands/support/session-access.js'
+import type {SessionAccess} from '../../../src/client/session-access.js'
 import {renderVerifyPerf, type VerifyPerfResult} from '../../../src/commands/verify.js'
 import type {CosplayError} from '../../../src/core/errors.js'
 import {perfReport} from '../../../src/plan/perf-verdict.js'

@@ -1,7 +1,7 @@
-import {LocalExecutor} from '../../core/local-executor.js'
-import {SmiGpuControl} from '../../host/gpu-control.js'
-import type {ListGpus} from '../../host/parse-list-gpus.js'
-import {Smi, smiPathFrom} from '../../host/smi.js'
+import {LocalExecutor} from '../core/local-executor.js'
+import {SmiGpuControl} from '../host/gpu-control.js'
+import type {ListGpus} from '../host/parse-list-gpus.js'
+import {Smi, smiPathFrom} from '../host/smi.js'
 
 /** the listing bin/run.js started, until `up` takes it */
 let early: Promise<ListGpus> | null = null

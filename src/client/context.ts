@@ -5,12 +5,12 @@
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
-import {openCatalog} from '../../catalog/open-catalog.js'
-import type {Catalog} from '../../catalog/types.js'
-import {userCatalogDirs} from '../../catalog/user-catalog-dirs.js'
-import {LocalExecutor} from '../../core/local-executor.js'
-import {packageRoot} from '../../core/package-root.js'
-import {Smi, smiPathFrom} from '../../host/smi.js'
+import {openCatalog} from '../catalog/open-catalog.js'
+import type {Catalog} from '../catalog/types.js'
+import {userCatalogDirs} from '../catalog/user-catalog-dirs.js'
+import {LocalExecutor} from '../core/local-executor.js'
+import {packageRoot} from '../core/package-root.js'
+import {Smi, smiPathFrom} from '../host/smi.js'
 
 let catalog: Promise<Catalog> | null = null
 

@@ -1,4 +1,4 @@
-import {firstListing, startEarlyListing, upReadsLocalGpu} from '../../../src/commands/support/first-listing.js'
+import {firstListing, startEarlyListing, upReadsLocalGpu} from '../../../src/client/first-listing.js'
 
 describe('upReadsLocalGpu: bin/run.js reads the GPUs before oclif loads only for a local up', () => {
   it.each([

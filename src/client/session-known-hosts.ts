@@ -1,9 +1,9 @@
 import {lchownSync, mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {knownHostsLine} from '../../container/connect-hints.js'
-import {writeTextAtomic} from '../../core/json-file.js'
-import {clientKeyDir} from '../../remote/client-key.js'
+import {knownHostsLine} from '../container/connect-hints.js'
+import {writeTextAtomic} from '../core/json-file.js'
+import {clientKeyDir} from '../remote/client-key.js'
 
 /**
  * Pins a session's sshd host key for OpenSSH: one line under the entry's alias (its HostKeyAlias) in

@@ -5,17 +5,17 @@
 import {homedir} from 'node:os'
 import type {Readable, Writable} from 'node:stream'
 
-import {resolveStateDir, userDirOf} from '../../apply/state-dir.js'
-import {isPublicKeyLine} from '../../container/connect-hints.js'
-import type {SessionRecord} from '../../apply/gpu-book.js'
-import {pickSession} from '../../container/pick-session.js'
-import {DockerRuntime} from '../../container/runtime.js'
-import type {SshSession} from '../../container/ssh-client.js'
-import {execUserOf, type SessionContainer, sessionContainer} from '../../container/session-container.js'
-import {loadOrCreateSshIdentity, type SshIdentity} from '../../container/ssh-keys.js'
-import {ContainerError, InputError} from '../../core/errors.js'
-import {actsForCaller} from '../../core/box-config.js'
-import {invokingUser} from '../../core/invoking-user.js'
+import {resolveStateDir, userDirOf} from '../apply/state-dir.js'
+import {isPublicKeyLine} from '../container/connect-hints.js'
+import type {SessionRecord} from '../apply/gpu-book.js'
+import {pickSession} from '../container/pick-session.js'
+import {DockerRuntime} from '../container/runtime.js'
+import type {SshSession} from '../container/ssh-client.js'
+import {execUserOf, type SessionContainer, sessionContainer} from '../container/session-container.js'
+import {loadOrCreateSshIdentity, type SshIdentity} from '../container/ssh-keys.js'
+import {ContainerError, InputError} from '../core/errors.js'
+import {actsForCaller} from '../core/box-config.js'
+import {invokingUser} from '../core/invoking-user.js'
 
 export type SessionAccess = {
   /** the session as its book recorded it when it was picked */
@@ -46,7 +46,7 @@ export function identityFor(access: SessionAccess): Promise<SshIdentity> {
 export async function loginToSession(access: SessionAccess, identity: SshIdentity): Promise<SshSession> {
   const c = access.container
   if (c.sshPort === null || c.sshHost === null) throw new Error(`session ${c.session} publishes no sshd`)
-  const {SshSession: Ssh} = await import('../../container/ssh-client.js')
+  const {SshSession: Ssh} = await import('../container/ssh-client.js')
   const target = {host: c.sshHost, port: c.sshPort, username: c.user, privateKey: identity.privateKey}
   return Ssh.connectWithRetry(c.hostKey === undefined ? target : {...target, hostKey: c.hostKey}, {timeoutMs: 10_000})
 }

@@ -1,16 +1,16 @@
 import {homedir} from 'node:os'
 
-import {hostStatus, type HostStatus, type SessionSummary} from '../../apply/host-status.js'
-import {resolveStateDir} from '../../apply/state-dir.js'
-import {scanBooks} from '../../apply/book-store.js'
-import {scanClaims} from '../../apply/session-names.js'
-import type {ContainerState, ContainerStates} from '../../container/container-states.js'
-import {isCosplayError} from '../../core/errors.js'
-import type {RefusedFile} from '../../core/json-file.js'
-import {probeHost} from '../../host/probe.js'
-import {describeFailure, escapeFailure, type Failure} from '../../core/failure.js'
+import {hostStatus, type HostStatus, type SessionSummary} from '../apply/host-status.js'
+import {resolveStateDir} from '../apply/state-dir.js'
+import {scanBooks} from '../apply/book-store.js'
+import {scanClaims} from '../apply/session-names.js'
+import type {ContainerState, ContainerStates} from '../container/container-states.js'
+import {isCosplayError} from '../core/errors.js'
+import type {RefusedFile} from '../core/json-file.js'
+import {probeHost} from '../host/probe.js'
+import {describeFailure, escapeFailure, type Failure} from '../core/failure.js'
 import {localSmi} from './context.js'
-import {diedOnThisHost} from '../../core/process-gone.js'
+import {diedOnThisHost} from '../core/process-gone.js'
 
 const NO_CONTAINERS: ContainerStates = {reachable: true, bySession: {}}
 
@@ -60,7 +60,7 @@ export async function readHostStatus(options: {readonly orphans: boolean} = {orp
       probeFailure = escapeFailure(describeFailure(error))
       return null
     }),
-    askDocker ? import('../../container/container-states.js').then((m) => m.readContainerStates()) : NO_CONTAINERS,
+    askDocker ? import('../container/container-states.js').then((m) => m.readContainerStates()) : NO_CONTAINERS,
   ])
   const status = hostStatus(probe, books, stateDir.dir, stateDir.isShared)
   const bySession = containers.reachable ? containers.bySession : {}

@@ -1,7 +1,7 @@
 import {join} from 'node:path'
 
-import {readTextIfExists, writeTextAtomic} from '../../core/json-file.js'
-import {ensureClientKeyDir} from '../../remote/client-key.js'
+import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
+import {ensureClientKeyDir} from '../remote/client-key.js'
 
 export type InstalledSshConfig = {
   /** the session's own file, rewritten on every install: a new port replaces the old one */

@@ -4,14 +4,14 @@
  * was taken in the meantime (another `up` got there first), the next one. Nothing changes on a box but the
  * one the session lands on.
  */
-import {isCosplayError} from '../../core/errors.js'
-import type {HostAddress} from '../../remote/host-url.js'
-import {forwardedArgv} from '../../remote/remote-command-line.js'
-import {RemoteError} from '../../remote/remote-error.js'
-import {runRemote} from '../../remote/run-remote.js'
+import {isCosplayError} from '../core/errors.js'
+import type {HostAddress} from '../remote/host-url.js'
+import {forwardedArgv} from '../remote/remote-command-line.js'
+import {RemoteError} from '../remote/remote-error.js'
+import {runRemote} from '../remote/run-remote.js'
 import {onHost} from './forward-to-host.js'
-import {type PlacementCandidate, rankCandidates, type RankedCandidate, weighedErrors} from '../../plan/placement.js'
-import type {Plan} from '../../plan/types.js'
+import {type PlacementCandidate, rankCandidates, type RankedCandidate, weighedErrors} from '../plan/placement.js'
+import type {Plan} from '../plan/types.js'
 
 /** refusals that mean "this box cannot take it now": another box may */
 const TRY_NEXT = new Set(['MIG_NO_FREE_SLOT', 'GPU_BUSY', 'LEASE_CONFLICT', 'MIG_PENDING_RESET'])

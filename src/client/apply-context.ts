@@ -6,17 +6,17 @@
 import {readFileSync} from 'node:fs'
 import {homedir, hostname} from 'node:os'
 
-import type {BookStoreDeps} from '../../apply/book-store.js'
-import type {Cancellation} from '../../apply/engine.js'
-import {resolveStateDir, type StateDir} from '../../apply/state-dir.js'
-import {sessionSteps} from '../../container/session-steps.js'
-import {HostError} from '../../core/errors.js'
-import {type InvokingUser, invokingUser} from '../../core/invoking-user.js'
-import {LocalExecutor} from '../../core/local-executor.js'
-import {SmiGpuControl} from '../../host/gpu-control.js'
-import {checkSmiPrivileges} from '../../host/privileges.js'
-import {Smi, smiPathFrom} from '../../host/smi.js'
-import {CANCEL_ON_EOF_ENV} from '../../remote/remote-command-line.js'
+import type {BookStoreDeps} from '../apply/book-store.js'
+import type {Cancellation} from '../apply/engine.js'
+import {resolveStateDir, type StateDir} from '../apply/state-dir.js'
+import {sessionSteps} from '../container/session-steps.js'
+import {HostError} from '../core/errors.js'
+import {type InvokingUser, invokingUser} from '../core/invoking-user.js'
+import {LocalExecutor} from '../core/local-executor.js'
+import {SmiGpuControl} from '../host/gpu-control.js'
+import {checkSmiPrivileges} from '../host/privileges.js'
+import {Smi, smiPathFrom} from '../host/smi.js'
+import {CANCEL_ON_EOF_ENV} from '../remote/remote-command-line.js'
 
 export type ApplyContext = {
   readonly stateDir: StateDir

@@ -1,9 +1,9 @@
 import {homedir} from 'node:os'
 
-import {findStateDir} from '../../apply/state-dir.js'
-import {readCalibration} from '../../host/calibration-file.js'
-import type {HostProbe} from '../../host/types.js'
-import type {CalibrationLookup} from '../../plan/achievable-for.js'
+import {findStateDir} from '../apply/state-dir.js'
+import {readCalibration} from '../host/calibration-file.js'
+import type {HostProbe} from '../host/types.js'
+import type {CalibrationLookup} from '../plan/achievable-for.js'
 
 /**
  * The calibration for the GPU a plan was made for: none against a catalog model (--on), else the file for

@@ -3,12 +3,12 @@
  * only relays: progress on stderr, the --json result back, an error with its code and exit. Ctrl-C here
  * closes the remote command's stdin, which the box takes as its Ctrl-C; a second one leaves at once.
  */
-import type {HostAddress} from '../../remote/host-url.js'
-import {hostsFrom, openHost} from '../../remote/open-host.js'
-import {forwardedArgv} from '../../remote/remote-command-line.js'
-import {RemoteError} from '../../remote/remote-error.js'
-import {handshake, runRemote} from '../../remote/run-remote.js'
-import type {SshTransport} from '../../remote/ssh-transport.js'
+import type {HostAddress} from '../remote/host-url.js'
+import {hostsFrom, openHost} from '../remote/open-host.js'
+import {forwardedArgv} from '../remote/remote-command-line.js'
+import {RemoteError} from '../remote/remote-error.js'
+import {handshake, runRemote} from '../remote/run-remote.js'
+import type {SshTransport} from '../remote/ssh-transport.js'
 
 export type HostResult<T> = {host: string; result: T}
 

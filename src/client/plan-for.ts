@@ -1,15 +1,15 @@
 import {homedir} from 'node:os'
 
-import {resolveHostModel} from '../../catalog/resolve-target.js'
-import type {Catalog, Target} from '../../catalog/types.js'
-import {HostError} from '../../core/errors.js'
-import {pickGpu} from '../../host/pick-gpu.js'
-import {probeHost} from '../../host/probe.js'
-import type {Smi} from '../../host/smi.js'
-import type {HostProbe} from '../../host/types.js'
-import {planCosplay} from '../../plan/plan-cosplay.js'
-import {hostModelFor, planHostFromModel, planHostFromProbe} from '../../plan/plan-host.js'
-import type {GpuWideRequest, Objective, Plan, PlanHost} from '../../plan/types.js'
+import {resolveHostModel} from '../catalog/resolve-target.js'
+import type {Catalog, Target} from '../catalog/types.js'
+import {HostError} from '../core/errors.js'
+import {pickGpu} from '../host/pick-gpu.js'
+import {probeHost} from '../host/probe.js'
+import type {Smi} from '../host/smi.js'
+import type {HostProbe} from '../host/types.js'
+import {planCosplay} from '../plan/plan-cosplay.js'
+import {hostModelFor, planHostFromModel, planHostFromProbe} from '../plan/plan-host.js'
+import type {GpuWideRequest, Objective, Plan, PlanHost} from '../plan/types.js'
 
 export type PlanRequest = GpuWideRequest & {
   readonly on?: string
@@ -38,12 +38,12 @@ export async function planFor(
   }
   const probe = await probeOrExplain(smi())
   const gpu = pickGpu(probe, request.hostGpu ?? 0)
-  const {findMpsControl} = await import('../../host/mps.js')
+  const {findMpsControl} = await import('../host/mps.js')
   const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu), {mpsAvailable: request.mpsAvailable ?? findMpsControl(process.env) !== null})
   const [{findStateDir}, {bookPath, heldSettings, readBook}, {planOnGpu}] = await Promise.all([
-    import('../../apply/state-dir.js'),
-    import('../../apply/gpu-book.js'),
-    import('../../plan/plan-on-gpu.js'),
+    import('../apply/state-dir.js'),
+    import('../apply/gpu-book.js'),
+    import('../plan/plan-on-gpu.js'),
   ])
   const stateDir = findStateDir(process.env, homedir())
   const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null

@@ -1,4 +1,4 @@
-import {upOnBest} from '../../../src/commands/support/choose-host.js'
+import {upOnBest} from '../../../src/client/choose-host.js'
 import {InputError, StateError} from '../../../src/core/errors.js'
 import {rankCandidates} from '../../../src/plan/placement.js'
 

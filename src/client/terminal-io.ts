@@ -2,8 +2,8 @@
  * The local terminal's side of ssh and exec: raw mode for an interactive session, a pty that follows the
  * window's size, and letting go of stdin afterwards. Free of dockerode, so the --host paths stay light.
  */
-import type {SshSession} from '../../container/ssh-client.js'
-import type {SshTransport} from '../../remote/ssh-transport.js'
+import type {SshSession} from '../container/ssh-client.js'
+import type {SshTransport} from '../remote/ssh-transport.js'
 
 /** Puts the local terminal in raw mode for an interactive session; returns the undo. */
 function rawTerminal(): () => void {
