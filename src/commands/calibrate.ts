@@ -1,18 +1,9 @@
 import {Flags, ux} from '@oclif/core'
 
-import type {Calibration} from '../host/calibration-file.js'
+import type {CalibrateResult} from '../measure/calibrate-host.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
 import {BaseCommand} from './support/base-command.js'
 import {fixed, formatTable} from './support/format-table.js'
-
-export type CalibrateResult = Calibration & {
-  /** where it was stored */
-  file: string
-  index: number
-  /** axes whose measurement failed, with why (their fraction is null, so plan uses the peak for them) */
-  errors: Record<string, string>
-  elapsedS: number
-}
 
 export default class Calibrate extends BaseCommand {
   static summary = 'Measure what a host GPU really reaches, so that plan and verify --perf expect achievable figures'
@@ -26,7 +17,7 @@ export default class Calibrate extends BaseCommand {
     const {flags} = await this.parse(Calibrate)
     requireRootOnSharedBox('calibrate', 'sets the achievable figures every plan on this box is held to')
     const index = flags['host-gpu'] ?? 0
-    const {calibrateHost} = await import('./support/calibrate-host.js')
+    const {calibrateHost} = await import('../measure/calibrate-host.js')
     const quiet = this.jsonEnabled()
     if (!quiet) ux.action.start(`Measuring GPU ${index} (about 10-30 s)`)
     let result: CalibrateResult

@@ -1,21 +1,10 @@
 import {Args, Flags, ux} from '@oclif/core'
 
-import {ContainerError} from '../core/errors.js'
-import type {PerfReport} from '../plan/perf-verdict.js'
+import type {VerifyPerfResult} from '../measure/verify-perf.js'
+import type {VerifyResult} from '../measure/verify-session.js'
 import {BaseCommand} from './support/base-command.js'
 import {hostFlag} from './support/host-flag.js'
 import {fixed, formatTable} from './support/format-table.js'
-
-export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
-export type VerifyResult = {session: string; checks: VerifyCheck[]; summary: {PASS: number; FAIL: number; SKIP: number}}
-/** `verify --perf`: measured vs expected vs target per axis, with the calibration the expectation used */
-export type VerifyPerfResult = PerfReport & {
-  session: string
-  calibration: {file: string; driver: string; measuredAt: string} | null
-  summary: {PASS: number; WARN: number; FAIL: number; SKIP: number}
-}
-
-const HOOKS = '/opt/gpu-cosplay/hooks'
 
 export default class Verify extends BaseCommand {
   static summary = 'Self-test a session: does every layer in the container agree on the target GPU?'
@@ -32,49 +21,12 @@ With --perf it measures instead (torch in the session on its GPU, under 30 s): F
 
   async run(): Promise<VerifyResult | VerifyPerfResult> {
     const {args, flags} = await this.parse(Verify)
-    const remote = await this.forwardToHost<VerifyResult | VerifyPerfResult>(flags.host, (r) =>
-      flags.perf ? renderVerifyPerf(r as VerifyPerfResult) : renderVerify(r as VerifyResult),
-    )
+    const render = (r: VerifyResult | VerifyPerfResult) => (flags.perf ? renderVerifyPerf(r as VerifyPerfResult) : renderVerify(r as VerifyResult))
+    const remote = await this.forwardToHost(flags.host, render)
     if (remote) return remote.result
-    const {accessSession} = await import('../client/session-access.js')
-    const {DockerRuntime} = await import('../container/runtime.js')
-    const {execUserOf} = await import('../container/session-container.js')
-    const access = accessSession(args.name)
-    const c = access.container
-    // a session has a GPU: --perf asks for CUDA there, so a CUDA that does not work fails instead of measuring the CPU
-    const argv = ['python3', `${HOOKS}/verify.py`, ...(flags.perf ? ['--perf', '--device', flags.cpu ? 'cpu' : 'cuda'] : [])]
-    const showProgress = flags.perf && !this.jsonEnabled()
-    if (showProgress) ux.action.start(`Measuring in ${c.session} (up to 30 s on a GPU)`)
-    let ran
-    try {
-      ran = await new DockerRuntime().exec(c.id, argv, {user: execUserOf(c), workingDir: '/workspace'})
-    } catch (error) {
-      if (showProgress) ux.action.stop('failed')
-      throw error
-    }
-    if (showProgress) ux.action.stop('done')
-    if (flags.perf) {
-      const {verifyPerf} = await import('./support/verify-perf.js')
-      const result = await verifyPerf(access, ran)
-      if (!this.jsonEnabled()) this.log(renderVerifyPerf(result))
-      if (result.summary.FAIL > 0) process.exitCode = 1
-      return result
-    }
-    let parsed: {checks: VerifyCheck[]; summary: VerifyResult['summary']}
-    try {
-      parsed = JSON.parse(ran.stdout)
-    } catch (error) {
-      throw new ContainerError(
-        'VERIFY_FAILED',
-        `verify.py in ${c.name} printed no report (exit ${ran.exitCode}): ${(ran.stderr || ran.stdout).trim().split('\n').pop() ?? ''}`,
-        {
-          cause: error,
-          fix: ['is python3 in the image?', `look inside: gpu-cosplay ssh ${c.session}`],
-        },
-      )
-    }
-    const result: VerifyResult = {session: c.session, checks: parsed.checks, summary: parsed.summary}
-    if (!this.jsonEnabled()) this.log(renderVerify(result))
+    const {verifySession} = await import('../measure/verify-session.js')
+    const result = await verifySession(args.name, {perf: flags.perf, cpu: flags.cpu}, this.jsonEnabled() ? null : ux.action)
+    if (!this.jsonEnabled()) this.log(render(result))
     if (result.summary.FAIL > 0) process.exitCode = 1
     return result
   }

@@ -1,8 +1,8 @@
 import {describe, expect, it} from '@jest/globals'
 
-import {verifyPerf} from '../../../src/commands/support/verify-perf.js'
+import {type VerifyPerfResult, verifyPerf} from '../../../src/measure/verify-perf.js'
 import type {SessionAccess} from '../../../src/client/session-access.js'
-import {renderVerifyPerf, type VerifyPerfResult} from '../../../src/commands/verify.js'
+import {renderVerifyPerf} from '../../../src/commands/verify.js'
 import type {CosplayError} from '../../../src/core/errors.js'
 import {perfReport} from '../../../src/plan/perf-verdict.js'
 import type {PerfMeasurement} from '../../../src/host/perf-measurement.js'

@@ -5,7 +5,7 @@
  */
 import {Gauge, Registry} from 'prom-client'
 
-import type {HostView} from '../../client/read-host-status.js'
+import type {HostView} from '../client/read-host-status.js'
 
 const MiB = 1024 * 1024
 const AXES = ['fp32_flops', 'bf16_flops', 'bandwidth_bytes_per_second'] as const

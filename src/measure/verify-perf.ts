@@ -2,13 +2,19 @@
  * The host side of `verify --perf`: reads what verify.py --perf measured in the session, and holds it to the
  * session's plan (from the GPU book), this GPU model's calibration and the target's catalog entry.
  */
-import {ContainerError} from '../../core/errors.js'
-import {readCalibration} from '../../host/calibration-file.js'
-import {parsePerfOutput} from '../../host/perf-measurement.js'
-import {expectationsFromPlan, PERF_AXES, perfReport} from '../../plan/perf-verdict.js'
-import type {VerifyPerfResult} from '../verify.js'
-import {currentCatalog} from '../../client/context.js'
-import type {SessionAccess} from '../../client/session-access.js'
+import {ContainerError} from '../core/errors.js'
+import {readCalibration} from '../host/calibration-file.js'
+import {parsePerfOutput} from '../host/perf-measurement.js'
+import {expectationsFromPlan, PERF_AXES, type PerfReport, perfReport} from '../plan/perf-verdict.js'
+import {currentCatalog} from '../client/context.js'
+import type {SessionAccess} from '../client/session-access.js'
+
+/** `verify --perf`: measured vs expected vs target per axis, with the calibration the expectation used */
+export type VerifyPerfResult = PerfReport & {
+  session: string
+  calibration: {file: string; driver: string; measuredAt: string} | null
+  summary: {PASS: number; WARN: number; FAIL: number; SKIP: number}
+}
 
 export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; stdout: string; stderr: string}): Promise<VerifyPerfResult> {
   const c = access.container

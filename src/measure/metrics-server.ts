@@ -2,7 +2,7 @@ import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
 
 import {METRICS_CONTENT_TYPE, renderMetrics} from './box-metrics.js'
-import {readHostStatus} from '../../client/read-host-status.js'
+import {readHostStatus} from '../client/read-host-status.js'
 
 /** a scrape waits at most this long for a read (nvidia-smi has its own, longer, time limit) */
 const READ_TIMEOUT_MS = 15_000

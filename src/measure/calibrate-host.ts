@@ -5,21 +5,29 @@
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
-import {resolveStateDir} from '../../apply/state-dir.js'
-import {listSessions} from '../../apply/book-store.js'
-import {HostError} from '../../core/errors.js'
-import {LocalExecutor} from '../../core/local-executor.js'
-import {HOST_ENV} from '../../core/names.js'
-import {packageRoot} from '../../core/package-root.js'
-import {type Calibration, writeCalibration} from '../../host/calibration-file.js'
-import {measureHostPerf} from '../../host/measure-host-perf.js'
-import {pickGpu} from '../../host/pick-gpu.js'
-import {smiPathFrom} from '../../host/smi.js'
-import {probeHost} from '../../host/probe.js'
-import {calibrationFigures} from '../../plan/calibration-figures.js'
-import {hostModelFor} from '../../plan/plan-host.js'
-import type {CalibrateResult} from '../calibrate.js'
-import {currentCatalog, localSmi} from '../../client/context.js'
+import {resolveStateDir} from '../apply/state-dir.js'
+import {listSessions} from '../apply/book-store.js'
+import {HostError} from '../core/errors.js'
+import {LocalExecutor} from '../core/local-executor.js'
+import {HOST_ENV} from '../core/names.js'
+import {packageRoot} from '../core/package-root.js'
+import {type Calibration, writeCalibration} from '../host/calibration-file.js'
+import {measureHostPerf} from '../host/measure-host-perf.js'
+import {pickGpu} from '../host/pick-gpu.js'
+import {smiPathFrom} from '../host/smi.js'
+import {probeHost} from '../host/probe.js'
+import {calibrationFigures} from '../plan/calibration-figures.js'
+import {hostModelFor} from '../plan/plan-host.js'
+import {currentCatalog, localSmi} from '../client/context.js'
+
+export type CalibrateResult = Calibration & {
+  /** where it was stored */
+  file: string
+  index: number
+  /** axes whose measurement failed, with why (their fraction is null, so plan uses the peak for them) */
+  errors: Record<string, string>
+  elapsedS: number
+}
 
 export async function calibrateHost(index: number, now: Date): Promise<CalibrateResult> {
   const catalog = await currentCatalog()

@@ -6,7 +6,7 @@ const ROOT = process.cwd()
 
 /** every series name `metrics` defines (gauge('NAME', ...) in box-metrics.ts) */
 function exportedSeries(): Set<string> {
-  const source = readFileSync(join(ROOT, 'src/commands/support/box-metrics.ts'), 'utf8')
+  const source = readFileSync(join(ROOT, 'src/measure/box-metrics.ts'), 'utf8')
   return new Set([...source.matchAll(/gauge\(\s*'([a-z_]+)'/g)].map((m) => `gpu_cosplay_${m[1]}`))
 }
 
