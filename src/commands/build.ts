@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {packageRoot} from '../core/package-root.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand} from '../shell/base-command.js'
 
 export type BuildResult = {tag: string; base: string; imageId: string | null; version: string; sizeBytes: number | null; addedBytes: number | null}
 

@@ -2,7 +2,7 @@ import {Flags, ux} from '@oclif/core'
 
 import type {CalibrateResult} from '../measure/calibrate-host.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand} from '../shell/base-command.js'
 import {fixed, formatTable} from './support/format-table.js'
 
 export default class Calibrate extends BaseCommand {

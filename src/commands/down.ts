@@ -3,8 +3,8 @@ import {Args, Flags, ux} from '@oclif/core'
 import type {ClosedSession} from '../apply/tear-down.js'
 import {InputError} from '../core/errors.js'
 import {escapeControl} from '../core/failure.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export type DownResult = {closed: ClosedSession[]}
 

@@ -1,8 +1,8 @@
 import {Args} from '@oclif/core'
 
 import {InputError} from '../core/errors.js'
-import {BaseCommand, commandAfterDashes} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand, commandAfterDashes} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export type ExecResult = {session: string; exitCode: number}
 

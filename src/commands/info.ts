@@ -2,7 +2,7 @@ import {Args} from '@oclif/core'
 
 import {resolveTarget} from '../catalog/resolve-target.js'
 import type {Target} from '../catalog/types.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand} from '../shell/base-command.js'
 import {currentCatalog} from '../client/context.js'
 
 export type InfoResult = Target

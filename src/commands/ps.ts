@@ -1,7 +1,7 @@
 import type {SessionView} from '../client/read-host-status.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand} from '../shell/base-command.js'
 import {formatTable} from './support/format-table.js'
-import {hostsFlag} from './support/host-flag.js'
+import {hostsFlag} from '../shell/host-flag.js'
 
 /** with several --host boxes, each session says which box it is on */
 export type PsResult = Array<SessionView & {host?: string}>

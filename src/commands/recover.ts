@@ -1,6 +1,6 @@
 import type {RecoverResult} from '../apply/recover.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export type RecoverCommandResult = RecoverResult
 

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {Args, Flags} from '@oclif/core'
 
 import {InputError} from '../core/errors.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand} from '../shell/base-command.js'
 
 export type FitRow = {
   pid: number

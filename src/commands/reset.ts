@@ -2,8 +2,8 @@ import {Flags, ux} from '@oclif/core'
 
 import type {ResetResult} from '../apply/reset-gpu.js'
 import {InputError, StateError} from '../core/errors.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostGpuFlag} from './support/host-flag.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostGpuFlag} from '../shell/host-flag.js'
 
 export type ResetCommandResult = ResetResult
 

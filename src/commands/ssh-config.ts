@@ -1,8 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
 import type {SshConfigResult} from '../client/session-ssh-config.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export default class SshConfig extends BaseCommand {
   static summary = 'Print a ~/.ssh/config Host entry for a session (VS Code Remote-SSH)'

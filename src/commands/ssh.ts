@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, commandAfterDashes} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand, commandAfterDashes} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export type SshResult = {session: string; via: 'ssh' | 'exec'; exitCode: number}
 

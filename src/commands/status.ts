@@ -2,9 +2,9 @@ import type {HostView} from '../client/read-host-status.js'
 import {Flags} from '@oclif/core'
 
 import {InputError} from '../core/errors.js'
-import {BaseCommand, printFailure} from './support/base-command.js'
+import {BaseCommand, printFailure} from '../shell/base-command.js'
 import {renderPs} from './ps.js'
-import {hostsFlag} from './support/host-flag.js'
+import {hostsFlag} from '../shell/host-flag.js'
 import {type BoxStyle, renderBox, terminalStyle} from './support/render-box.js'
 
 /** with several --host boxes: each box's view, under its name */
@@ -53,7 +53,7 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
   /** the same picture, redrawn each interval until Ctrl-C; returns the last one read */
   private async watch(everyMs: number): Promise<StatusResult> {
     const {readHostStatus} = await import('../client/read-host-status.js')
-    const {watchScreen} = await import('./support/watch-screen.js')
+    const {watchScreen} = await import('../shell/watch-screen.js')
     let last: HostView | undefined
     await watchScreen({
       intervalMs: everyMs,

@@ -2,8 +2,8 @@ import {Args, Flags, ux} from '@oclif/core'
 
 import type {VerifyPerfResult} from '../measure/verify-perf.js'
 import type {VerifyResult} from '../measure/verify-session.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 import {fixed, formatTable} from './support/format-table.js'
 
 export default class Verify extends BaseCommand {

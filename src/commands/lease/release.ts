@@ -1,8 +1,8 @@
 import {Flags} from '@oclif/core'
 
 import type {ReleaseOutcome} from '../../apply/lease-hold.js'
-import {BaseCommand} from '../support/base-command.js'
-import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
+import {BaseCommand} from '../../shell/base-command.js'
+import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
 import {renderLeases} from '../support/render-lease.js'
 
 export type LeaseReleaseResult = ReleaseOutcome

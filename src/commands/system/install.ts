@@ -2,7 +2,7 @@ import {Flags, ux} from '@oclif/core'
 
 import {InputError} from '../../core/errors.js'
 import type {InstallResult} from '../../system/box-install.js'
-import {BaseCommand} from '../support/base-command.js'
+import {BaseCommand} from '../../shell/base-command.js'
 
 export type SystemInstallResult = InstallResult
 

@@ -1,5 +1,5 @@
 import type {BoxStatus} from '../../system/box-status.js'
-import {BaseCommand} from '../support/base-command.js'
+import {BaseCommand} from '../../shell/base-command.js'
 
 export type SystemStatusResult = BoxStatus
 

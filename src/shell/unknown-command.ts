@@ -1,6 +1,6 @@
 import {distance} from 'fastest-levenshtein'
 
-import {InputError} from '../../core/errors.js'
+import {InputError} from '../core/errors.js'
 
 /**
  * The error for a command name we do not have, with the closest visible command as a did-you-mean. Used by

@@ -1,7 +1,7 @@
 import {Command, ux} from '@oclif/core'
 
-import {describeFailure, escapeFailure, type Failure} from '../../core/failure.js'
-import type {HostResult} from '../../client/forward-to-host.js'
+import {describeFailure, escapeFailure, type Failure} from '../core/failure.js'
+import type {HostResult} from '../client/forward-to-host.js'
 
 /**
  * Every command extends this. Layers throw CosplayError; here, and only here, it becomes one line on
@@ -20,7 +20,7 @@ export abstract class BaseCommand extends Command {
     merge?: (perHost: HostResult<T>[]) => T,
   ): Promise<{result: T} | null> {
     if (host === undefined || host.trim() === '') return null
-    const {forwardToHosts} = await import('../../client/forward-to-host.js')
+    const {forwardToHosts} = await import('../client/forward-to-host.js')
     const quiet = this.jsonEnabled()
     const result = await forwardToHosts<T>({spec: host, commandId: this.id ?? '', argv: this.argv, version: this.config.version, quiet, merge})
     if (!quiet) this.log(render(result))

@@ -1,6 +1,6 @@
 import type {Hook} from '@oclif/core'
 
-import {describeFailure} from '../../core/failure.js'
+import {describeFailure} from '../core/failure.js'
 import {printFailure} from './base-command.js'
 import {unknownCommand} from './unknown-command.js'
 

@@ -1,6 +1,6 @@
 import {describe, expect, it} from '@jest/globals'
 
-import {watchScreen} from '../../../src/commands/support/watch-screen.js'
+import {watchScreen} from '../../../src/shell/watch-screen.js'
 
 const CSI = '\u001B['
 

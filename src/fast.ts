@@ -1,11 +1,11 @@
 /**
- * dist/fast.js: `ls`, `info` and `plan --on` without loading oclif (see oclif-lite.ts). bin/run.js tries this
+ * dist/fast.js: `ls`, `info` and `plan --on` without loading oclif (see shell/oclif-lite.ts). bin/run.js tries this
  * first for those commands; `false` means "not handled here, nothing printed": run the real CLI.
  */
-import Info from '../info.js'
-import Ls from '../ls.js'
-import Plan from '../plan.js'
-import {FallBack} from './oclif-lite.js'
+import Info from './commands/info.js'
+import Ls from './commands/ls.js'
+import Plan from './commands/plan.js'
+import {FallBack} from './shell/oclif-lite.js'
 
 const FAST = {ls: Ls, info: Info, plan: Plan} as const
 
