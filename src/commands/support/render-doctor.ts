@@ -1,4 +1,4 @@
-import type {DoctorCheck, DoctorGpu, DoctorResult} from '../doctor.js'
+import type {DoctorCheck, DoctorGpu, DoctorResult} from '../../client/doctor-checks.js'
 import {fixed, formatTable} from './format-table.js'
 
 const MARK: Record<DoctorCheck['status'], string> = {ok: '[ok]     ', warn: '[warn]   ', missing: '[MISSING]'}

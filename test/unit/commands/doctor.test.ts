@@ -2,7 +2,7 @@ import {readdirSync, readFileSync} from 'node:fs'
 
 import {describe, expect, it} from '@jest/globals'
 
-import {privilegesCheck} from '../../../src/commands/doctor.js'
+import {privilegesCheck} from '../../../src/client/doctor-checks.js'
 
 import {usageLine} from '../../../src/core/failure.js'
 import {checkSmiPrivileges} from '../../../src/host/privileges.js'
