@@ -10,7 +10,7 @@ import {forwardedArgv} from '../remote/remote-command-line.js'
 import {RemoteError} from '../remote/remote-error.js'
 import {runRemote} from '../remote/run-remote.js'
 import {onHost} from './forward-to-host.js'
-import {type PlacementCandidate, rankCandidates, type RankedCandidate, weighedErrors} from '../plan/placement.js'
+import {describePlacement, type PlacementCandidate, rankCandidates, type RankedCandidate, weighedErrors} from '../plan/placement.js'
 import type {Plan} from '../plan/types.js'
 
 /** refusals that mean "this box cannot take it now": another box may */
@@ -21,6 +21,36 @@ export type Placement = {
   host: string
   /** every box asked, best first: the planner's score (0 = exact) and the weighed axes' errors, or its refusal */
   candidates: Array<{host: string; score: number | null; weighed: Plan['weighed'] | null; refused: {code: string; message: string} | null}>
+}
+
+/** up's planning flags: every box plans with them */
+export type PlanFlags = {
+  readonly 'host-gpu': number
+  readonly match: string
+  readonly strict: boolean
+  readonly 'lock-clock': boolean
+  readonly 'cap-power': boolean
+}
+
+/** `up GPU --host a,b`: plan on each box, then `up` (the command forwarded to one box) on the one whose plan comes closest. */
+export async function upOnBestHost<T>(
+  hosts: readonly HostAddress[],
+  gpu: string,
+  flags: PlanFlags,
+  how: {readonly version: string; readonly up: (host: string) => Promise<T>; readonly say: (line: string) => void},
+): Promise<T & {placement: Placement}> {
+  how.say(`Planning ${gpu} on ${hosts.map((h) => h.label).join(', ')}`)
+  const planArgs = [
+    gpu,
+    ...['--match', flags.match, '--host-gpu', String(flags['host-gpu'])],
+    ...(flags.strict ? ['--strict'] : []),
+    ...(flags['lock-clock'] ? ['--lock-clock'] : []),
+    ...(flags['cap-power'] ? ['--cap-power'] : []),
+  ]
+  const ranked = await rankHosts(hosts, planArgs, how.version)
+  if (ranked[0].plan !== null) how.say(describePlacement(ranked))
+  const {result, placement} = await upOnBest(ranked, how.up, how.say)
+  return {...result, placement}
 }
 
 /** The boxes best first, each with its plan for `up`'s arguments (plan argv: the target and up's planning flags). */

@@ -2,7 +2,22 @@ import {readdirSync, readFileSync, statSync} from 'node:fs'
 import {join, relative} from 'node:path'
 
 // The layers of ARCHITECTURE.md, left to right. A module may import its own layer and layers to its left.
-const ORDER = ['core', 'catalog', 'host', 'plan', 'export', 'apply', 'container', 'remote', 'system', 'client', 'measure', 'shell', 'commands'] as const
+const ORDER = [
+  'core',
+  'catalog',
+  'host',
+  'plan',
+  'export',
+  'apply',
+  'container',
+  'remote',
+  'system',
+  'client',
+  'measure',
+  'render',
+  'shell',
+  'commands',
+] as const
 const SRC = join(process.cwd(), 'src')
 
 function sourceFiles(dir: string): string[] {
