@@ -1,15 +1,18 @@
 import {homedir} from 'node:os'
 
-import {resolveHostModel} from '../catalog/resolve-target.js'
+import {resolveHostModel, resolveTarget} from '../catalog/resolve-target.js'
 import type {Catalog, Target} from '../catalog/types.js'
 import {HostError} from '../core/errors.js'
+import type {ExportOptions} from '../export/export-plan.js'
 import {pickGpu} from '../host/pick-gpu.js'
 import {probeHost} from '../host/probe.js'
 import type {Smi} from '../host/smi.js'
 import type {HostProbe} from '../host/types.js'
+import {type Achievable, achievableFor} from '../plan/achievable-for.js'
 import {planCosplay} from '../plan/plan-cosplay.js'
 import {hostModelFor, planHostFromModel, planHostFromProbe} from '../plan/plan-host.js'
 import type {GpuWideRequest, Objective, Plan, PlanHost} from '../plan/types.js'
+import {currentCatalog, localSmi} from './context.js'
 
 export type PlanRequest = GpuWideRequest & {
   readonly on?: string
@@ -18,6 +21,27 @@ export type PlanRequest = GpuWideRequest & {
   readonly strict: boolean
   /** override what this host has (exports plan for a cluster, which runs no MPS daemon of ours) */
   readonly mpsAvailable?: boolean
+}
+
+/** `achievable`: the plan's figures as this host really delivers them (calibrate), next to the peaks */
+export type PlanResult = Plan & {achievable: Achievable}
+
+/**
+ * `plan GPU`: the plan with what this host achieves (its calibration), and with `exportAs` the plan rendered for a
+ * cluster (mig-parted, Kubernetes or Slurm).
+ */
+export async function planTarget(gpu: string, request: PlanRequest, exportAs?: ExportOptions): Promise<{plan: PlanResult; exported: string | null}> {
+  const catalog = await currentCatalog()
+  const target = resolveTarget(catalog, gpu)
+  // A cluster runs no per-session MPS daemon of ours: exports shape with MIG and GPU-wide leases.
+  const {plan: cosplay, host, probe} = await planFor(catalog, target, exportAs ? {...request, mpsAvailable: false} : request, () => localSmi())
+  // a model (--on) has no calibration; reading one loads zod, which `plan --on` must not pay for at start-up
+  const calibration = probe === null ? {status: 'model' as const} : (await import('./plan-calibration.js')).planCalibration(host.model.key, probe)
+  const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.achievedFraction)}
+  if (!exportAs) return {plan, exported: null}
+  // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
+  const {exportPlan} = await import('../export/export-plan.js')
+  return {plan, exported: exportPlan(catalog, host, target, plan, exportAs)}
 }
 
 /**

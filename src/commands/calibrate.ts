@@ -3,7 +3,7 @@ import {Flags, ux} from '@oclif/core'
 import type {CalibrateResult} from '../measure/calibrate-host.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
 import {BaseCommand} from '../shell/base-command.js'
-import {fixed, formatTable} from './support/format-table.js'
+import {fixed, formatTable} from '../render/format-table.js'
 
 export default class Calibrate extends BaseCommand {
   static summary = 'Measure what a host GPU really reaches, so that plan and verify --perf expect achievable figures'

@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 import {type Arch, ARCHS, type Target} from '../catalog/types.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {currentCatalog} from '../client/context.js'
-import {fixed, formatTable} from './support/format-table.js'
+import {fixed, formatTable} from '../render/format-table.js'
 
 export type LsResult = Target[]
 

@@ -1,6 +1,6 @@
 import type {SessionView} from '../client/read-host-status.js'
 import {BaseCommand} from '../shell/base-command.js'
-import {formatTable} from './support/format-table.js'
+import {formatTable} from '../render/format-table.js'
 import {hostsFlag} from '../shell/host-flag.js'
 
 /** with several --host boxes, each session says which box it is on */

@@ -4,7 +4,7 @@ import type {VerifyPerfResult} from '../measure/verify-perf.js'
 import type {VerifyResult} from '../measure/verify-session.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostFlag} from '../shell/host-flag.js'
-import {fixed, formatTable} from './support/format-table.js'
+import {fixed, formatTable} from '../render/format-table.js'
 
 export default class Verify extends BaseCommand {
   static summary = 'Self-test a session: does every layer in the container agree on the target GPU?'
