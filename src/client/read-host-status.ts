@@ -42,6 +42,9 @@ export type HostView = Omit<HostStatus, 'sessions'> & {
   refusedFiles?: RefusedFile[]
 }
 
+/** `status`: one box's view, or with several --host boxes each box's view under its name */
+export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
+
 /**
  * Books, one probe and one Docker listing. Without nvidia-smi or Docker the records are still shown. Without
  * `orphans` (ps) Docker is asked only when a session has a container: loading its client costs ~150 ms.

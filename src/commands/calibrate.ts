@@ -3,7 +3,7 @@ import {Flags, ux} from '@oclif/core'
 import type {CalibrateResult} from '../measure/calibrate-host.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
 import {BaseCommand} from '../shell/base-command.js'
-import {fixed, formatTable} from '../render/format-table.js'
+import {renderCalibrate} from '../render/render-calibrate.js'
 
 export default class Calibrate extends BaseCommand {
   static summary = 'Measure what a host GPU really reaches, so that plan and verify --perf expect achievable figures'
@@ -33,25 +33,4 @@ export default class Calibrate extends BaseCommand {
     }
     return result
   }
-}
-
-export function renderCalibrate(r: CalibrateResult): string {
-  const pct = (v: number | null) => (v === null ? '-' : `${(v * 100).toFixed(1)}%`)
-  const rows = [
-    ['FP32 GEMM TFLOPS (TF32 off)', fixed(r.measured.fp32Tflops), fixed(r.peak.fp32Tflops), pct(r.fractions.fp32)],
-    ['BF16 GEMM TFLOPS', fixed(r.measured.bf16Tflops), fixed(r.peak.bf16Tflops), pct(r.fractions.bf16)],
-    ['Copy GB/s (read + write)', fixed(r.measured.bandwidthGBs, 0), fixed(r.peak.bandwidthGBs, 0), pct(r.fractions.bandwidth)],
-  ]
-  const clock = r.samples.smClockMHz ? `SM clock ${r.samples.smClockMHz.min}-${r.samples.smClockMHz.max} MHz` : 'no clock samples'
-  const power = r.samples.powerW ? `, power ${r.samples.powerW.min}-${r.samples.powerW.max} W` : ''
-  const throttle = r.samples.throttleReasons.length > 0 ? `, throttle: ${r.samples.throttleReasons.join(', ')}` : ''
-  return [
-    `GPU ${r.index}: ${r.gpu.name} (model ${r.gpu.model}), driver ${r.driver}, torch ${r.torch ?? '?'}, ${r.elapsedS} s`,
-    '',
-    formatTable(['AXIS', 'MEASURED', 'PEAK', 'ACHIEVED'], rows),
-    '',
-    `${clock}${power}${throttle}`,
-    ...Object.entries(r.errors).map(([axis, why]) => `! ${axis} failed: ${why}`),
-    `stored in ${r.file}`,
-  ].join('\n')
 }

@@ -1,7 +1,7 @@
 import type {DoctorResult} from '../client/doctor-checks.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostFlag} from '../shell/host-flag.js'
-import {renderDoctor} from './support/render-doctor.js'
+import {renderDoctor} from '../render/render-doctor.js'
 
 export default class Doctor extends BaseCommand {
   static summary = 'Check that this host has what gpu-cosplay needs'

@@ -5,6 +5,7 @@ import {InputError} from '../core/errors.js'
 import {escapeControl} from '../core/failure.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostFlag} from '../shell/host-flag.js'
+import {renderDown} from '../render/render-down.js'
 
 export type DownResult = {closed: ClosedSession[]}
 
@@ -50,14 +51,4 @@ A GPU-wide lease hold (\`lease:HOLDER\` in \`ps\`) ends like \`lease release\`; 
       throw error
     }
   }
-}
-
-export function renderDown(closed: readonly ClosedSession[]): string {
-  if (closed.length === 0) return 'No session to end.'
-  return closed
-    .flatMap((c) => [
-      `Ended ${c.name} (${c.target ?? 'lease hold'})${c.restored.length > 0 ? `; restored ${c.restored.join(', ')} as found before` : ''}`,
-      ...c.notes.map((n) => `  note: ${n}`),
-    ])
-    .join('\n')
 }

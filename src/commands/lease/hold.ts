@@ -6,7 +6,7 @@ import {requireRootOnSharedBox} from '../../core/invoking-user.js'
 import {BaseCommand} from '../../shell/base-command.js'
 import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
 import {currentCatalog} from '../../client/context.js'
-import {renderLeases} from '../support/render-lease.js'
+import {renderHold} from '../../render/render-lease.js'
 
 export type LeaseHoldResult = HoldOutcome
 
@@ -72,10 +72,4 @@ function parseWatts(input: string): number {
   const watts = Number(input)
   if (/^\d+(\.\d+)?$/.test(input.trim()) && watts > 0) return watts
   throw new InputError('BAD_POWER_LIMIT', `--power-limit-w takes watts, e.g. 350, not "${input}"`)
-}
-
-export function renderHold(r: LeaseHoldResult): string {
-  const what = r.settings.map((s) => `${s.setting} ${s.value} (${s.action})`).join(', ')
-  const head = r.changed ? `${r.holder} holds ${what} on GPU ${r.hostGpu.index}` : `${r.holder} holds ${what} on GPU ${r.hostGpu.index}; nothing changed`
-  return [head, ...renderLeases(r.leases), ...r.notes.map((n) => `  note: ${n}`)].join('\n')
 }

@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 import type {ReleaseOutcome} from '../../apply/lease-hold.js'
 import {BaseCommand} from '../../shell/base-command.js'
 import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
-import {renderLeases} from '../support/render-lease.js'
+import {renderRelease} from '../../render/render-lease.js'
 
 export type LeaseReleaseResult = ReleaseOutcome
 
@@ -34,12 +34,3 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     return result
   }
 }
-
-export function renderRelease(r: LeaseReleaseResult): string {
-  const head = !r.released
-    ? `${r.holder} held nothing on GPU ${r.hostGpu.index}`
-    : `${r.holder} released GPU ${r.hostGpu.index}${r.restored.length > 0 ? `; restored ${r.restored.join(', ')} as found before` : ''}`
-  return [head, ...renderLeases(r.leases), ...r.notes.map((n) => `  note: ${n}`)].join('\n')
-}
-
-/** The GPU's leases after the change: what is held, by whom, and what the last holder restores. */

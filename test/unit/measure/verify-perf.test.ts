@@ -2,7 +2,7 @@ import {describe, expect, it} from '@jest/globals'
 
 import {type VerifyPerfResult, verifyPerf} from '../../../src/measure/verify-perf.js'
 import type {SessionAccess} from '../../../src/client/session-access.js'
-import {renderVerifyPerf} from '../../../src/commands/verify.js'
+import {renderVerifyPerf} from '../../../src/render/render-verify.js'
 import type {CosplayError} from '../../../src/core/errors.js'
 import {perfReport} from '../../../src/plan/perf-verdict.js'
 import type {PerfMeasurement} from '../../../src/host/perf-measurement.js'

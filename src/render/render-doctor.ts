@@ -1,5 +1,5 @@
-import type {DoctorCheck, DoctorGpu, DoctorResult} from '../../client/doctor-checks.js'
-import {fixed, formatTable} from '../../render/format-table.js'
+import type {DoctorCheck, DoctorGpu, DoctorResult} from '../client/doctor-checks.js'
+import {fixed, formatTable} from './format-table.js'
 
 const MARK: Record<DoctorCheck['status'], string> = {ok: '[ok]     ', warn: '[warn]   ', missing: '[MISSING]'}
 

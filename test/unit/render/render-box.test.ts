@@ -1,6 +1,6 @@
 import {describe, expect, it} from '@jest/globals'
 
-import {renderBox, terminalStyle} from '../../../src/commands/support/render-box.js'
+import {renderBox, terminalStyle} from '../../../src/render/render-box.js'
 import type {HostView} from '../../../src/client/read-host-status.js'
 
 const view = (gpu: Record<string, unknown>): HostView =>

@@ -1,6 +1,6 @@
-import type {GpuStatus} from '../../apply/host-status.js'
+import type {GpuStatus} from '../apply/host-status.js'
 import {leaseLine} from './render-lease.js'
-import type {HostView, SessionView} from '../../client/read-host-status.js'
+import type {HostView, SessionView} from '../client/read-host-status.js'
 
 /** How the picture is drawn: the terminal's width, and whether it takes colour. */
 export type BoxStyle = {readonly cols: number; readonly color: boolean}
