@@ -9,6 +9,7 @@ import type {HostAddress} from '../remote/host-url.js'
 import {forwardedArgv} from '../remote/remote-command-line.js'
 import {RemoteError} from '../remote/remote-error.js'
 import {runRemote} from '../remote/run-remote.js'
+import {hostsFrom} from '../remote/open-host.js'
 import {onHost} from './forward-to-host.js'
 import {describePlacement, type PlacementCandidate, rankCandidates, type RankedCandidate, weighedErrors} from '../plan/placement.js'
 import type {Plan} from '../plan/types.js'
@@ -32,13 +33,18 @@ export type PlanFlags = {
   readonly 'cap-power': boolean
 }
 
-/** `up GPU --host a,b`: plan on each box, then `up` (the command forwarded to one box) on the one whose plan comes closest. */
+/**
+ * `up GPU --host a,b`: plan on each box, then `up` (the command forwarded to one box) on the one whose plan comes
+ * closest. Null when `spec` names one box: that is a plain --host.
+ */
 export async function upOnBestHost<T>(
-  hosts: readonly HostAddress[],
+  spec: string,
   gpu: string,
   flags: PlanFlags,
   how: {readonly version: string; readonly up: (host: string) => Promise<T>; readonly say: (line: string) => void},
-): Promise<T & {placement: Placement}> {
+): Promise<(T & {placement: Placement}) | null> {
+  const hosts = hostsFrom(spec)
+  if (hosts.length < 2) return null
   how.say(`Planning ${gpu} on ${hosts.map((h) => h.label).join(', ')}`)
   const planArgs = [
     gpu,

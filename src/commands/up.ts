@@ -53,12 +53,10 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     const quiet = this.jsonEnabled()
     const say = (line: string) => (quiet ? undefined : this.logToStderr(line))
     if (flags.host?.trim()) {
-      const hosts = (await import('../remote/open-host.js')).hostsFrom(flags.host)
-      // several boxes: plan on each, come up on the one whose plan is closest (client/choose-host.ts)
-      if (hosts.length > 1) {
-        const {upOnBestHost} = await import('../client/choose-host.js')
-        return upOnBestHost(hosts, args.gpu, flags, {version: this.config.version, up: (host) => this.upOn(host), say})
-      }
+      // several boxes: plan on each, come up on the one whose plan is closest
+      const {upOnBestHost} = await import('../client/choose-host.js')
+      const placed = await upOnBestHost(flags.host, args.gpu, flags, {version: this.config.version, up: (host) => this.upOn(host), say})
+      if (placed) return placed
     }
     const remote = await this.forwardToHost(flags.host, renderUp)
     if (remote) return remote.result
