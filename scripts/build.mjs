@@ -24,10 +24,10 @@ await build({
   ...common,
   entryPoints: {
     cli: 'src/cli.ts',
-    'command-not-found': 'src/commands/support/command-not-found.ts',
+    'command-not-found': 'src/shell/command-not-found.ts',
     'compile-catalog': 'src/catalog/compile-catalog.ts',
     // bin/run.js starts `up`'s first nvidia-smi -L from here before loading oclif; up picks up the same promise
-    'first-listing': 'src/commands/support/first-listing.ts',
+    'first-listing': 'src/client/first-listing.ts',
     // on a shared box, bin/run.js asks here whether the engine runs the command (src/system/engine-route.ts)
     'engine-route': 'src/system/engine-route.ts',
   },
@@ -37,8 +37,8 @@ await build({
 const {version} = JSON.parse(readFileSync('package.json', 'utf8'))
 await build({
   ...common,
-  entryPoints: {fast: 'src/commands/support/fast-path.ts'},
-  alias: {'@oclif/core': './src/commands/support/oclif-lite.ts'},
+  entryPoints: {fast: 'src/fast.ts'},
+  alias: {'@oclif/core': './src/shell/oclif-lite.ts'},
   // oclif reads the version from package.json at start-up; the stand-in gets it written in
   define: {GPU_COSPLAY_VERSION: JSON.stringify(version)},
 })

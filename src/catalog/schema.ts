@@ -1,6 +1,6 @@
 import {z} from 'zod'
 
-import {ARCHS} from './types.js'
+import {ARCHS} from './archs.js'
 
 /**
  * Strict schemas for catalog files (built-in and catalog.d/). Strict so a typo in a user file

@@ -7,7 +7,7 @@ import type {achievedFractionSchema, archSchema, hostModelSchema, migProfileBase
  * Catalog models, inferred from the schemas in schema.ts (the field docs live there). Type-only imports:
  * commands that read the precompiled catalog (dist/catalog.json) never load zod.
  */
-export const ARCHS = ['volta', 'turing', 'ampere', 'ada', 'hopper', 'blackwell'] as const
+export {ARCHS} from './archs.js'
 export type Arch = z.infer<typeof archSchema>
 
 /** A GPU the tool can imitate (catalog/gpus.yaml, or a user file in catalog.d/). */

@@ -1,10 +1,9 @@
 import {Flags} from '@oclif/core'
 
-import {packageRoot} from '../core/package-root.js'
+import type {BuildResult} from '../client/build-image.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
-import {BaseCommand} from './support/base-command.js'
-
-export type BuildResult = {tag: string; base: string; imageId: string | null; version: string; sizeBytes: number | null; addedBytes: number | null}
+import {renderBuild} from '../render/render-build.js'
+import {BaseCommand} from '../shell/base-command.js'
 
 export default class Build extends BaseCommand {
   static summary = 'Build the cosplay image: a base image plus sshd, sudo, tini and the costume hooks'
@@ -26,40 +25,11 @@ The default base is pulled from Docker Hub the first time. Without network acces
   async run(): Promise<BuildResult> {
     const {flags} = await this.parse(Build)
     requireRootOnSharedBox('build', 'replaces the image every session on this box runs')
-    const [{DockerRuntime}, {baseImageFor, buildCosplayImage, defaultImageTag, progressLine}] = await Promise.all([
-      import('../container/runtime.js'),
-      import('../container/cosplay-image.js'),
-    ])
-    const runtime = new DockerRuntime()
-    await runtime.ping()
+    const {buildImage} = await import('../client/build-image.js')
     const quiet = this.jsonEnabled()
-    const base = baseImageFor({base: flags.base, cudaTag: flags['cuda-tag']})
-    const tag = flags.tag ?? defaultImageTag(this.config.version)
-    if (!quiet) this.logToStderr(`Building ${tag} on ${base}`)
-    const built = await buildCosplayImage(runtime, {
-      base,
-      tag,
-      version: this.config.version,
-      packageRoot: packageRoot(),
-      noCache: flags['no-cache'],
-      onProgress: (event) => {
-        const line = progressLine(event)
-        if (line && !quiet) this.logToStderr(`  ${line}`)
-      },
-    })
-    const [image, baseInfo] = await Promise.all([runtime.inspectImage(built.imageId ?? tag), runtime.inspectImage(base)])
-    // the engine's own build is the one `up` trusts under this tag (a tag anyone with Docker access can move)
-    const engine = (await import('../core/box-config.js')).engineBoxConfig()
-    if (engine && image) (await import('../container/image-pin.js')).pinImage(engine.stateDir, tag, image.id)
-    const result: BuildResult = {
-      ...built,
-      sizeBytes: image?.sizeBytes ?? null,
-      addedBytes: image && baseInfo ? image.sizeBytes - baseInfo.sizeBytes : null,
-    }
-    if (!quiet) {
-      const added = result.addedBytes === null ? '' : ` (${(result.addedBytes / 1024 / 1024).toFixed(1)} MiB on top of the base)`
-      this.log(`Built ${tag}${added}`)
-    }
+    const request = {base: flags.base, cudaTag: flags['cuda-tag'], tag: flags.tag, noCache: flags['no-cache'], version: this.config.version}
+    const result = await buildImage(request, (line) => quiet || this.logToStderr(line))
+    if (!quiet) this.log(renderBuild(result))
     return result
   }
 }

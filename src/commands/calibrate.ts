@@ -1,18 +1,9 @@
 import {Flags, ux} from '@oclif/core'
 
-import type {Calibration} from '../host/calibration-file.js'
+import type {CalibrateResult} from '../measure/calibrate-host.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
-import {BaseCommand} from './support/base-command.js'
-import {fixed, formatTable} from './support/format-table.js'
-
-export type CalibrateResult = Calibration & {
-  /** where it was stored */
-  file: string
-  index: number
-  /** axes whose measurement failed, with why (their fraction is null, so plan uses the peak for them) */
-  errors: Record<string, string>
-  elapsedS: number
-}
+import {BaseCommand} from '../shell/base-command.js'
+import {renderCalibrate} from '../render/render-calibrate.js'
 
 export default class Calibrate extends BaseCommand {
   static summary = 'Measure what a host GPU really reaches, so that plan and verify --perf expect achievable figures'
@@ -26,7 +17,7 @@ export default class Calibrate extends BaseCommand {
     const {flags} = await this.parse(Calibrate)
     requireRootOnSharedBox('calibrate', 'sets the achievable figures every plan on this box is held to')
     const index = flags['host-gpu'] ?? 0
-    const {calibrateHost} = await import('./support/calibrate-host.js')
+    const {calibrateHost} = await import('../measure/calibrate-host.js')
     const quiet = this.jsonEnabled()
     if (!quiet) ux.action.start(`Measuring GPU ${index} (about 10-30 s)`)
     let result: CalibrateResult
@@ -42,25 +33,4 @@ export default class Calibrate extends BaseCommand {
     }
     return result
   }
-}
-
-export function renderCalibrate(r: CalibrateResult): string {
-  const pct = (v: number | null) => (v === null ? '-' : `${(v * 100).toFixed(1)}%`)
-  const rows = [
-    ['FP32 GEMM TFLOPS (TF32 off)', fixed(r.measured.fp32Tflops), fixed(r.peak.fp32Tflops), pct(r.fractions.fp32)],
-    ['BF16 GEMM TFLOPS', fixed(r.measured.bf16Tflops), fixed(r.peak.bf16Tflops), pct(r.fractions.bf16)],
-    ['Copy GB/s (read + write)', fixed(r.measured.bandwidthGBs, 0), fixed(r.peak.bandwidthGBs, 0), pct(r.fractions.bandwidth)],
-  ]
-  const clock = r.samples.smClockMHz ? `SM clock ${r.samples.smClockMHz.min}-${r.samples.smClockMHz.max} MHz` : 'no clock samples'
-  const power = r.samples.powerW ? `, power ${r.samples.powerW.min}-${r.samples.powerW.max} W` : ''
-  const throttle = r.samples.throttleReasons.length > 0 ? `, throttle: ${r.samples.throttleReasons.join(', ')}` : ''
-  return [
-    `GPU ${r.index}: ${r.gpu.name} (model ${r.gpu.model}), driver ${r.driver}, torch ${r.torch ?? '?'}, ${r.elapsedS} s`,
-    '',
-    formatTable(['AXIS', 'MEASURED', 'PEAK', 'ACHIEVED'], rows),
-    '',
-    `${clock}${power}${throttle}`,
-    ...Object.entries(r.errors).map(([axis, why]) => `! ${axis} failed: ${why}`),
-    `stored in ${r.file}`,
-  ].join('\n')
 }

@@ -2,8 +2,10 @@ import {Args, Flags, ux} from '@oclif/core'
 
 import type {ClosedSession} from '../apply/tear-down.js'
 import {InputError} from '../core/errors.js'
-import {BaseCommand, escapeControl} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {escapeControl} from '../core/failure.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
+import {renderDown} from '../render/render-down.js'
 
 export type DownResult = {closed: ClosedSession[]}
 
@@ -26,7 +28,7 @@ A GPU-wide lease hold (\`lease:HOLDER\` in \`ps\`) ends like \`lease release\`; 
       throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
     if (names.length > 0 && flags.all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
     const [{applyContext}, {tearDown}, {listSessions}] = await Promise.all([
-      import('./support/apply-context.js'),
+      import('../client/apply-context.js'),
       import('../apply/tear-down.js'),
       import('../apply/book-store.js'),
     ])
@@ -49,14 +51,4 @@ A GPU-wide lease hold (\`lease:HOLDER\` in \`ps\`) ends like \`lease release\`; 
       throw error
     }
   }
-}
-
-export function renderDown(closed: readonly ClosedSession[]): string {
-  if (closed.length === 0) return 'No session to end.'
-  return closed
-    .flatMap((c) => [
-      `Ended ${c.name} (${c.target ?? 'lease hold'})${c.restored.length > 0 ? `; restored ${c.restored.join(', ')} as found before` : ''}`,
-      ...c.notes.map((n) => `  note: ${n}`),
-    ])
-    .join('\n')
 }

@@ -1,8 +1,8 @@
 import {Args} from '@oclif/core'
 
 import {InputError} from '../core/errors.js'
-import {BaseCommand, commandAfterDashes} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand, commandAfterDashes} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export type ExecResult = {session: string; exitCode: number}
 
@@ -29,7 +29,7 @@ With --host the session is on a GPU box: gpu-cosplay exec runs there (docker exe
     const tty = Boolean(process.stdin.isTTY && process.stdout.isTTY)
     let result: ExecResult
     if (flags.host?.trim()) {
-      const {execOnHost} = await import('./support/session-on-host.js')
+      const {execOnHost} = await import('../client/session-on-host.js')
       result = {session: args.name ?? '', exitCode: await execOnHost({spec: flags.host, name: args.name, command, tty, version: this.config.version})}
     } else {
       result = await this.runHere(args.name, command, tty)
@@ -39,7 +39,7 @@ With --host the session is on a GPU box: gpu-cosplay exec runs there (docker exe
   }
 
   private async runHere(name: string | undefined, command: string[], tty: boolean): Promise<ExecResult> {
-    const [{accessSession, execInSession}, {attached}] = await Promise.all([import('./support/session-access.js'), import('./support/terminal-io.js')])
+    const [{accessSession, execInSession}, {attached}] = await Promise.all([import('../client/session-access.js'), import('../client/terminal-io.js')])
     const access = accessSession(name)
     const exitCode = await attached(tty, () => execInSession(access, command, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, tty}))
     return {session: access.container.session, exitCode}

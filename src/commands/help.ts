@@ -1,7 +1,7 @@
 import {Args, loadHelpClass} from '@oclif/core'
 
-import {BaseCommand} from './support/base-command.js'
-import {unknownCommand} from './support/unknown-command.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {unknownCommand} from '../shell/unknown-command.js'
 
 /** `help [COMMAND]`, on oclif core's own Help class (what @oclif/plugin-help's command does, bundled with us). */
 export default class Help extends BaseCommand {

@@ -1,9 +1,9 @@
 import {Flags} from '@oclif/core'
 
 import {type Arch, ARCHS, type Target} from '../catalog/types.js'
-import {BaseCommand} from './support/base-command.js'
-import {currentCatalog} from './support/context.js'
-import {fixed, formatTable} from './support/format-table.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {currentCatalog} from '../client/context.js'
+import {renderLs} from '../render/render-ls.js'
 
 export type LsResult = Target[]
 
@@ -33,18 +33,4 @@ function archOf(input: string): Arch {
   // exit 2 marks it as a usage error, reported like oclif's own option check
   if (arch === undefined) throw Object.assign(new Error(`Expected --arch=${input} to be one of: ${ARCHS.join(', ')}`), {oclif: {exit: 2}})
   return arch
-}
-
-export function renderLs(targets: readonly Target[]): string {
-  const rows = targets.map((t) => [
-    t.key,
-    t.name,
-    t.arch,
-    fixed(t.vramGB, 0),
-    fixed(t.fp32Tflops),
-    fixed(t.bf16Tflops),
-    fixed(t.bandwidthGBs, 0),
-    fixed(t.tdpW, 0),
-  ])
-  return formatTable(['KEY', 'NAME', 'ARCH', 'VRAM GB', 'FP32 TF', 'BF16 TF', 'BW GB/s', 'TDP W'], rows)
 }

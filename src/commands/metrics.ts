@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {InputError} from '../core/errors.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand} from '../shell/base-command.js'
 
 export type MetricsResult = {url: string}
 
@@ -27,7 +27,7 @@ It listens on loopback unless --listen names another address. Stop it with Ctrl-
     // the engine binds as root: a member may serve on loopback and an unprivileged port only
     if (!isLoopback(host)) requireRootOnSharedBox(`metrics --listen ${flags.listen}`, 'serves the box to the network')
     if (port !== 0 && port < 1024) requireRootOnSharedBox(`metrics --listen ${flags.listen}`, 'takes a privileged port of the host')
-    const {serveMetrics} = await import('./support/metrics-server.js')
+    const {serveMetrics} = await import('../measure/metrics-server.js')
     const server = await serveMetrics(host, port)
     this.log(`serving metrics on ${server.url} (Ctrl-C stops)`)
     if (!isLoopback(host)) this.warn(`listening on ${host}, not loopback: anyone who can reach it sees who holds which slice`)

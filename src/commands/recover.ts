@@ -1,6 +1,7 @@
 import type {RecoverResult} from '../apply/recover.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
+import {renderRecover} from '../render/render-recover.js'
 
 export type RecoverCommandResult = RecoverResult
 
@@ -17,18 +18,10 @@ Every mutating command does this for its own GPU first; run it yourself after a 
     const {flags} = await this.parse(Recover)
     const remote = await this.forwardToHost(flags.host, renderRecover)
     if (remote) return remote.result
-    const [{applyContext}, {recoverAll}] = await Promise.all([import('./support/apply-context.js'), import('../apply/recover.js')])
+    const [{applyContext}, {recoverAll}] = await Promise.all([import('../client/apply-context.js'), import('../apply/recover.js')])
     const ctx = await applyContext({mutates: true})
     const result = await recoverAll(ctx.deps)
     if (!this.jsonEnabled()) this.log(renderRecover(result))
     return result
   }
-}
-
-export function renderRecover(r: RecoverResult): string {
-  const done = r.gpus.filter((g) => g.recovered.length > 0)
-  const lines = done.length === 0 ? ['Nothing to recover.'] : done.map((g) => `${g.name} ${g.uuid}: recovered ${g.recovered.join(', ')}`)
-  if (r.releasedNames.length > 0) lines.push(`released names of sessions that never started: ${r.releasedNames.join(', ')}`)
-  lines.push(...r.notes.map((n) => `note: ${n}`))
-  return lines.join('\n')
 }

@@ -4,7 +4,7 @@ import {InputError} from '../core/errors.js'
 import {packageRoot} from '../core/package-root.js'
 import type {InstallResult} from '../remote/install-bundle.js'
 import {REMOTE_PROTOCOL} from '../remote/remote-command-line.js'
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand} from '../shell/base-command.js'
 
 export type RemoteInfoResult = {protocol: number; version: string; node: string}
 export type RemoteResult = RemoteInfoResult | InstallResult

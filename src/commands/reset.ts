@@ -2,8 +2,8 @@ import {Flags, ux} from '@oclif/core'
 
 import type {ResetResult} from '../apply/reset-gpu.js'
 import {InputError, StateError} from '../core/errors.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostGpuFlag} from './support/host-flag.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostGpuFlag} from '../shell/host-flag.js'
 
 export type ResetCommandResult = ResetResult
 
@@ -25,7 +25,7 @@ With no usable record (none, or a damaged journal, which is moved aside), clocks
         fix: [`see what would end: gpu-cosplay status`, `then: gpu-cosplay reset --host-gpu ${flags['host-gpu']} --yes`],
       })
     }
-    const [{applyContext}, {resetGpu}] = await Promise.all([import('./support/apply-context.js'), import('../apply/reset-gpu.js')])
+    const [{applyContext}, {resetGpu}] = await Promise.all([import('../client/apply-context.js'), import('../apply/reset-gpu.js')])
     const ctx = await applyContext({mutates: true})
     if (!ctx.isRoot) {
       throw new StateError('ROOT_ONLY', `reset ends every user's sessions on GPU ${flags['host-gpu']}: only root may run it`, {

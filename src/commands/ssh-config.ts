@@ -1,28 +1,8 @@
-import {homedir} from 'node:os'
-import {join} from 'node:path'
-
 import {Args, Flags} from '@oclif/core'
 
-import {ContainerError} from '../core/errors.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
-
-export type SshConfigResult = {
-  session: string
-  host: string
-  hostName: string
-  port: number
-  user: string
-  identityFile: string
-  /** the container's ssh host key, pinned in knownHostsFile */
-  hostKey: string | null
-  /** the GPU box the entry jumps through (with --host) */
-  proxyJump: string | null
-  knownHostsFile: string | null
-  entry: string
-  /** with --install: where the entry was written; null without */
-  installed: {entryFile: string; configFile: string; includeAdded: boolean} | null
-}
+import type {SshConfigResult} from '../client/session-ssh-config.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export default class SshConfig extends BaseCommand {
   static summary = 'Print a ~/.ssh/config Host entry for a session (VS Code Remote-SSH)'
@@ -47,14 +27,14 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
 
   async run(): Promise<SshConfigResult> {
     const {args, flags} = await this.parse(SshConfig)
-    const box = flags.host?.trim() ? null : (await import('../system/ask-engine.js')).memberOfBox()
-    const result = flags.host?.trim()
-      ? await (
-          await import('./support/session-on-host.js')
-        ).sshConfigOnHost({spec: flags.host, name: args.name, install: flags.install, version: this.config.version})
-      : box
-        ? await (await import('./support/session-on-host.js')).sshConfigOnThisBox(box, {name: args.name, install: flags.install})
-        : await this.configHere(args.name, flags.install, flags['authorize-key'])
+    const {sshConfigFor} = await import('../client/ssh-config-for.js')
+    const result = await sshConfigFor({
+      host: flags.host,
+      name: args.name,
+      install: flags.install,
+      authorizeKey: flags['authorize-key'],
+      version: this.config.version,
+    })
     if (!this.jsonEnabled())
       this.log(
         result.installed
@@ -62,45 +42,5 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
           : result.entry,
       )
     return result
-  }
-
-  private async configHere(name: string | undefined, install: boolean, authorizeKey: string | undefined): Promise<SshConfigResult> {
-    const [{accessSession, assertPublicKeyLine, authorizeKeyInSession, identityFor, sessionHostKey}, {sessionAlias, sshConfigEntry}, {writeSessionKnownHosts}] =
-      await Promise.all([import('./support/session-access.js'), import('../container/connect-hints.js'), import('./support/session-known-hosts.js')])
-    const access = accessSession(name)
-    const c = access.container
-    if (c.sshPort === null || c.sshHost === null) {
-      throw new ContainerError('NO_SSHD', `session "${c.session}" runs an image without sshd`, {
-        fix: [`use gpu-cosplay ssh ${c.session} or gpu-cosplay exec ${c.session} -- CMD`],
-      })
-    }
-    // a bad key is refused before a key pair is made for this session
-    if (authorizeKey !== undefined) assertPublicKeyLine(authorizeKey)
-    const identity = await identityFor(access)
-    const hostKey = authorizeKey === undefined ? await sessionHostKey(access, identity) : (await authorizeKeyInSession(access, authorizeKey, identity)).hostKey
-    const host = sessionAlias(c.session)
-    const sshDir = join(homedir(), '.ssh')
-    // asked by a client (--host, or a member of this box): it pins the key on its side; nothing is written here
-    const asked = authorizeKey !== undefined
-    const knownHostsFile = asked ? null : writeSessionKnownHosts(sshDir, host, hostKey)
-    const entry = knownHostsFile === null ? '' : sshConfigEntry(c, identity.privateKeyPath, knownHostsFile)
-    let installed: SshConfigResult['installed'] = null
-    if (install && !asked) {
-      const {installSshConfig} = await import('./support/install-ssh-config.js')
-      installed = installSshConfig(sshDir, c.session, entry)
-    }
-    return {
-      session: c.session,
-      host,
-      hostName: c.sshHost,
-      port: c.sshPort,
-      user: c.user,
-      identityFile: asked ? '' : identity.privateKeyPath,
-      hostKey,
-      proxyJump: null,
-      knownHostsFile,
-      entry,
-      installed,
-    }
   }
 }

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, commandAfterDashes} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
+import {BaseCommand, commandAfterDashes} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export type SshResult = {session: string; via: 'ssh' | 'exec'; exitCode: number}
 
@@ -28,7 +28,7 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
     const tty = interactive && Boolean(process.stdin.isTTY && process.stdout.isTTY)
     let result: SshResult
     if (flags.host?.trim()) {
-      const {sshOnHost} = await import('./support/session-on-host.js')
+      const {sshOnHost} = await import('../client/session-on-host.js')
       result = await sshOnHost({spec: flags.host, name: args.name, command, tty, version: this.config.version})
     } else {
       result = await this.runHere(args.name, command, tty)
@@ -39,8 +39,8 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
 
   private async runHere(name: string | undefined, command: string[], tty: boolean): Promise<SshResult> {
     const [{accessSession, identityFor, execInSession, loginToSession}, {attached, runOverSsh}] = await Promise.all([
-      import('./support/session-access.js'),
-      import('./support/terminal-io.js'),
+      import('../client/session-access.js'),
+      import('../client/terminal-io.js'),
     ])
     const access = accessSession(name)
     const c = access.container

@@ -1,14 +1,11 @@
-import type {HostView} from './support/read-host-status.js'
 import {Flags} from '@oclif/core'
 
+import type {HostView, StatusResult} from '../client/read-host-status.js'
 import {InputError} from '../core/errors.js'
-import {BaseCommand, printFailure} from './support/base-command.js'
-import {renderPs} from './ps.js'
-import {hostsFlag} from './support/host-flag.js'
-import {type BoxStyle, renderBox, terminalStyle} from './support/render-box.js'
-
-/** with several --host boxes: each box's view, under its name */
-export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
+import {BaseCommand, printFailure} from '../shell/base-command.js'
+import {hostsFlag} from '../shell/host-flag.js'
+import {terminalStyle} from '../render/render-box.js'
+import {renderStatus, renderStatusResult} from '../render/render-status.js'
 
 export default class Status extends BaseCommand {
   static summary = 'Show the host GPUs with their leases, MIG instances and sessions, and flag orphans'
@@ -39,7 +36,7 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
       }),
     )
     if (remote) return remote.result
-    const {readHostStatus} = await import('./support/read-host-status.js')
+    const {readHostStatus} = await import('../client/read-host-status.js')
     const status = await readHostStatus()
     if (!this.jsonEnabled()) this.log(renderStatus(status, style))
     // The records are still worth showing without the GPUs, but a status that could not read them is not a success.
@@ -52,8 +49,8 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
 
   /** the same picture, redrawn each interval until Ctrl-C; returns the last one read */
   private async watch(everyMs: number): Promise<StatusResult> {
-    const {readHostStatus} = await import('./support/read-host-status.js')
-    const {watchScreen} = await import('./support/watch-screen.js')
+    const {readHostStatus} = await import('../client/read-host-status.js')
+    const {watchScreen} = await import('../shell/watch-screen.js')
     let last: HostView | undefined
     await watchScreen({
       intervalMs: everyMs,
@@ -74,34 +71,4 @@ function intervalMs(seconds: string): number {
     throw new InputError('BAD_INTERVAL', `--interval ${seconds} is not a number of seconds from 0.2 to 3600`, {fix: ['e.g. --interval 5']})
   }
   return Math.round(value * 1000)
-}
-
-/** One box, or several: each box's GPUs and notes under its name, then one session table for all of them. */
-export function renderStatusResult(r: StatusResult, style?: BoxStyle): string {
-  if (!('hosts' in r)) return renderStatus(r, style)
-  const lines = r.hosts.flatMap((h) => [`== ${h.host}`, ...renderBox(h, style), ...noteLines(h), ''])
-  lines.push(renderPs(r.hosts.flatMap((h) => h.sessions.map((s) => ({host: h.host, ...s})))))
-  return lines.join('\n')
-}
-
-/** the box picture (each GPU's memory slices and who holds them), the session table, then the notes */
-export function renderStatus(s: HostView, style?: BoxStyle): string {
-  const notes = noteLines(s)
-  return [...renderBox(s, style), renderPs(s.sessions), ...(notes.length > 0 ? ['', ...notes] : [])].join('\n')
-}
-
-/**
- * what is wrong or worth knowing beyond the GPUs: Docker unreachable, orphan containers, files in the state folder
- * that were not trusted, an unshared state folder
- */
-function noteLines(s: HostView): string[] {
-  return [
-    ...s.gpus.flatMap((g) => g.orphanInstances.map((id) => `ORPHAN GPU ${g.index} GI ${id} (? on the strip): no gpu-cosplay session owns it`)),
-    ...(s.containers.reachable ? [] : [`containers: Docker not reachable (${s.containers.reason})`]),
-    ...s.containers.orphans.map(
-      (c) => `ORPHAN container ${c.name} (${c.state}): session ${c.session} has no record; remove it with docker rm -f ${c.id.slice(0, 12)}`,
-    ),
-    ...(s.refusedFiles ?? []).map((f) => `REFUSED ${f.message}; whoever planted it may want to redirect gpu-cosplay: mv ${f.file} ${f.file}.bad`),
-    ...(s.sharedStateDir ? [] : [`note: state is kept in ${s.stateDir}, not shared with other users`]),
-  ]
 }

@@ -1,21 +1,10 @@
 import {Args, Flags, ux} from '@oclif/core'
 
-import {ContainerError} from '../core/errors.js'
-import type {PerfReport} from '../plan/perf-verdict.js'
-import {BaseCommand} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
-import {fixed, formatTable} from './support/format-table.js'
-
-export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
-export type VerifyResult = {session: string; checks: VerifyCheck[]; summary: {PASS: number; FAIL: number; SKIP: number}}
-/** `verify --perf`: measured vs expected vs target per axis, with the calibration the expectation used */
-export type VerifyPerfResult = PerfReport & {
-  session: string
-  calibration: {file: string; driver: string; measuredAt: string} | null
-  summary: {PASS: number; WARN: number; FAIL: number; SKIP: number}
-}
-
-const HOOKS = '/opt/gpu-cosplay/hooks'
+import type {VerifyPerfResult} from '../measure/verify-perf.js'
+import type {VerifyResult} from '../measure/verify-session.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
+import {renderVerify, renderVerifyPerf} from '../render/render-verify.js'
 
 export default class Verify extends BaseCommand {
   static summary = 'Self-test a session: does every layer in the container agree on the target GPU?'
@@ -32,99 +21,13 @@ With --perf it measures instead (torch in the session on its GPU, under 30 s): F
 
   async run(): Promise<VerifyResult | VerifyPerfResult> {
     const {args, flags} = await this.parse(Verify)
-    const remote = await this.forwardToHost<VerifyResult | VerifyPerfResult>(flags.host, (r) =>
-      flags.perf ? renderVerifyPerf(r as VerifyPerfResult) : renderVerify(r as VerifyResult),
-    )
+    const render = (r: VerifyResult | VerifyPerfResult) => (flags.perf ? renderVerifyPerf(r as VerifyPerfResult) : renderVerify(r as VerifyResult))
+    const remote = await this.forwardToHost(flags.host, render)
     if (remote) return remote.result
-    const {accessSession} = await import('./support/session-access.js')
-    const {DockerRuntime} = await import('../container/runtime.js')
-    const {execUserOf} = await import('../container/session-container.js')
-    const access = accessSession(args.name)
-    const c = access.container
-    // a session has a GPU: --perf asks for CUDA there, so a CUDA that does not work fails instead of measuring the CPU
-    const argv = ['python3', `${HOOKS}/verify.py`, ...(flags.perf ? ['--perf', '--device', flags.cpu ? 'cpu' : 'cuda'] : [])]
-    const showProgress = flags.perf && !this.jsonEnabled()
-    if (showProgress) ux.action.start(`Measuring in ${c.session} (up to 30 s on a GPU)`)
-    let ran
-    try {
-      ran = await new DockerRuntime().exec(c.id, argv, {user: execUserOf(c), workingDir: '/workspace'})
-    } catch (error) {
-      if (showProgress) ux.action.stop('failed')
-      throw error
-    }
-    if (showProgress) ux.action.stop('done')
-    if (flags.perf) {
-      const {verifyPerf} = await import('./support/verify-perf.js')
-      const result = await verifyPerf(access, ran)
-      if (!this.jsonEnabled()) this.log(renderVerifyPerf(result))
-      if (result.summary.FAIL > 0) process.exitCode = 1
-      return result
-    }
-    let parsed: {checks: VerifyCheck[]; summary: VerifyResult['summary']}
-    try {
-      parsed = JSON.parse(ran.stdout)
-    } catch (error) {
-      throw new ContainerError(
-        'VERIFY_FAILED',
-        `verify.py in ${c.name} printed no report (exit ${ran.exitCode}): ${(ran.stderr || ran.stdout).trim().split('\n').pop() ?? ''}`,
-        {
-          cause: error,
-          fix: ['is python3 in the image?', `look inside: gpu-cosplay ssh ${c.session}`],
-        },
-      )
-    }
-    const result: VerifyResult = {session: c.session, checks: parsed.checks, summary: parsed.summary}
-    if (!this.jsonEnabled()) this.log(renderVerify(result))
+    const {verifySession} = await import('../measure/verify-session.js')
+    const result = await verifySession(args.name, {perf: flags.perf, cpu: flags.cpu}, this.jsonEnabled() ? null : ux.action)
+    if (!this.jsonEnabled()) this.log(render(result))
     if (result.summary.FAIL > 0) process.exitCode = 1
     return result
   }
-}
-
-export function renderVerify(r: VerifyResult): string {
-  const width = Math.max(5, ...r.checks.map((c) => c.name.length))
-  return [
-    ...r.checks.map((c) => `${c.status.padEnd(4)}  ${c.name.padEnd(width)}  ${c.detail}`),
-    `${r.summary.PASS} passed, ${r.summary.FAIL} failed, ${r.summary.SKIP} skipped (session ${r.session})`,
-  ].join('\n')
-}
-
-const AXIS_LABELS = {fp32: 'FP32 GEMM TFLOPS', bf16: 'BF16 GEMM TFLOPS', bandwidth: 'Copy GB/s (r+w)', vram: 'VRAM GiB usable'} as const
-
-export function renderVerifyPerf(r: VerifyPerfResult): string {
-  const rows = (Object.keys(AXIS_LABELS) as (keyof typeof AXIS_LABELS)[]).map((axis) => {
-    const a = r.axes[axis]
-    const d = axis === 'bandwidth' ? 0 : axis === 'vram' ? 2 : 1
-    // CPU GEMMs are a few hundredths of a TFLOPS: keep their digits
-    const measuredDigits = r.device.kind === 'cpu' && d === 1 ? 3 : d
-    return [AXIS_LABELS[axis], fixed(a.measured, measuredDigits), fixed(a.expectedPeak, d), fixed(a.expectedCalibrated, d), fixed(a.target, d), a.verdict]
-  })
-  const device = `${r.device.kind === 'cpu' ? 'CPU (measured on purpose, --cpu): ' : ''}${r.device.name}${r.device.driver ? `, driver ${r.device.driver}` : ''}`
-  const s = r.samples.summary
-  const sampled =
-    r.samples.count > 0 && s
-      ? `samples (${r.samples.count}, real values): SM clock ${s.smClockMHz ? `${s.smClockMHz.min}-${s.smClockMHz.max} MHz` : '-'}, power ${s.powerW ? `${s.powerW.min}-${s.powerW.max} W` : '-'}` +
-        `, throttle ${s.throttleReasons.length > 0 ? s.throttleReasons.join(', ') : 'none'}`
-      : `samples: none (${r.samples.reason ?? 'no nvidia-smi'})`
-  const cap = r.vramCap
-    ? `VRAM cap ${fixed(r.vramCap.capGiB, 2)} GiB: up to it ${r.vramCap.underCapOk ? 'works' : 'FAILS'}, 1 GiB more ${r.vramCap.overCapRefused ? 'is refused' : 'is ALLOWED'}` +
-      (r.vramCap.cupyRefused === null ? '' : `; CuPy ${r.vramCap.cupyRefused ? 'refuses' : 'ALLOWS'} it`) +
-      `; enforced by the driver: ${r.vramCap.hard === null ? 'unknown' : r.vramCap.hard ? 'yes' : 'no (library-level cap)'}` +
-      (r.vramCap.hardPlanned ? ' (planned hard)' : '') +
-      (r.vramCap.note ? ` - ${r.vramCap.note}` : '')
-    : null
-  const clock = r.clock?.plannedMHz
-    ? `clock: planned ${r.clock.plannedMHz} MHz, observed FP32 ${r.clock.observedMHz.fp32 ?? '-'} / BF16 ${r.clock.observedMHz.bf16 ?? '-'} MHz` +
-      (r.clock.factor.fp32 !== 1 || r.clock.factor.bf16 !== 1 ? ` (expectations scaled x${r.clock.factor.fp32} / x${r.clock.factor.bf16})` : '')
-    : null
-  return [
-    `session ${r.session} on ${device}`,
-    '',
-    formatTable(['AXIS', 'MEASURED', 'PEAK', 'CALIBRATED', 'TARGET', 'VERDICT'], rows),
-    '',
-    ...(cap ? [cap] : []),
-    ...(clock && r.device.kind === 'cuda' ? [clock] : []),
-    sampled,
-    r.expectation.note,
-    `${r.summary.PASS} passed, ${r.summary.WARN} warned, ${r.summary.FAIL} failed, ${r.summary.SKIP} skipped`,
-  ].join('\n')
 }

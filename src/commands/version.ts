@@ -1,4 +1,4 @@
-import {BaseCommand} from './support/base-command.js'
+import {BaseCommand} from '../shell/base-command.js'
 
 export type VersionResult = {version: string; node: string; platform: string; arch: string}
 

@@ -1,6 +1,6 @@
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
 
-import type {DoctorResult} from '../../src/commands/doctor.js'
+import type {DoctorResult} from '../../src/client/doctor-checks.js'
 import {baseEnv, cleanupTemps, runCli, runJson, Sim, SIM_BIN} from './support/run-cli.js'
 
 jest.setTimeout(60_000)

@@ -9,8 +9,8 @@ import {join} from 'node:path'
 
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
 
-import type {CalibrateResult} from '../../src/commands/calibrate.js'
-import type {PlanResult} from '../../src/commands/plan.js'
+import type {CalibrateResult} from '../../src/measure/calibrate-host.js'
+import type {PlanResult} from '../../src/client/plan-for.js'
 import {cleanupTemps, ROOT, runJson, Sim, tempDir} from './support/run-cli.js'
 
 jest.setTimeout(60_000)

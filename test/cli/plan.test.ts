@@ -1,6 +1,6 @@
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
 
-import type {PlanResult} from '../../src/commands/plan.js'
+import type {PlanResult} from '../../src/client/plan-for.js'
 import {cleanupTemps, runCli, runJson, Sim} from './support/run-cli.js'
 
 jest.setTimeout(60_000)

@@ -2,7 +2,22 @@ import {readdirSync, readFileSync, statSync} from 'node:fs'
 import {join, relative} from 'node:path'
 
 // The layers of ARCHITECTURE.md, left to right. A module may import its own layer and layers to its left.
-const ORDER = ['core', 'catalog', 'host', 'plan', 'export', 'apply', 'container', 'remote', 'system', 'commands'] as const
+const ORDER = [
+  'core',
+  'catalog',
+  'host',
+  'plan',
+  'export',
+  'apply',
+  'container',
+  'remote',
+  'system',
+  'client',
+  'measure',
+  'render',
+  'shell',
+  'commands',
+] as const
 const SRC = join(process.cwd(), 'src')
 
 function sourceFiles(dir: string): string[] {
@@ -21,6 +36,61 @@ function importsOf(text: string): string[] {
   const dynamic = [...text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1])
   return [...specifiers, ...dynamic]
 }
+
+/** Every module of src/ with the modules it imports (static, type-only and dynamic alike), as paths in src/. */
+function importGraph(): Map<string, string[]> {
+  return new Map(
+    sourceFiles(SRC).map((path) => {
+      const file = relative(SRC, path)
+      const local = importsOf(readFileSync(path, 'utf8')).filter((s) => s.startsWith('.'))
+      return [file, local.map((spec) => relative(SRC, join(SRC, file, '..', spec)).replace(/\.js$/, '.ts'))]
+    }),
+  )
+}
+
+/** One import cycle (a path of modules back to where it started), depth first; null when there is none. */
+function findCycle(graph: ReadonlyMap<string, readonly string[]>): string[] | null {
+  const done = new Set<string>()
+  const path: string[] = []
+  const visit = (file: string): string[] | null => {
+    const at = path.indexOf(file)
+    if (at >= 0) return [...path.slice(at), file]
+    if (done.has(file) || !graph.has(file)) return null
+    path.push(file)
+    for (const next of graph.get(file)!) {
+      const cycle = visit(next)
+      if (cycle) return cycle
+    }
+    path.pop()
+    done.add(file)
+    return null
+  }
+  for (const file of graph.keys()) {
+    const cycle = visit(file)
+    if (cycle) return cycle
+  }
+  return null
+}
+
+describe('import cycles', () => {
+  it('src/ has none, counting type-only and dynamic imports: a type lives with the function that makes it', () => {
+    const graph = importGraph()
+    expect(graph.size).toBeGreaterThan(100)
+    expect(findCycle(graph)?.join(' -> ') ?? null).toBeNull()
+  })
+
+  it('detects a cycle (the check can fail)', () => {
+    expect(importsOf("import type {A} from './a.js'\nexport {b} from './b.js'\nconst c = await import('./c.js')")).toEqual(['./a.js', './b.js', './c.js'])
+    const graph = new Map([
+      ['d.ts', ['a.ts']],
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts', 'node:fs']],
+      ['c.ts', ['a.ts']],
+    ])
+    expect(findCycle(graph)).toEqual(['a.ts', 'b.ts', 'c.ts', 'a.ts'])
+    expect(findCycle(new Map([...graph, ['c.ts', []]]))).toBeNull()
+  })
+})
 
 describe('layering', () => {
   const files = sourceFiles(SRC).filter((f) => relative(SRC, f).includes('/'))

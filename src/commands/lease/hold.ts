@@ -3,10 +3,10 @@ import {Flags} from '@oclif/core'
 import type {HoldOutcome} from '../../apply/lease-hold.js'
 import {InputError} from '../../core/errors.js'
 import {requireRootOnSharedBox} from '../../core/invoking-user.js'
-import {BaseCommand} from '../support/base-command.js'
-import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
-import {currentCatalog} from '../support/context.js'
-import {renderLeases} from '../support/render-lease.js'
+import {BaseCommand} from '../../shell/base-command.js'
+import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
+import {currentCatalog} from '../../client/context.js'
+import {renderHold} from '../../render/render-lease.js'
 
 export type LeaseHoldResult = HoldOutcome
 
@@ -33,7 +33,7 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
     const remote = await this.forwardToHost(flags.host, renderHold)
     if (remote) return remote.result
     const [{applyContext, cancelOnSignals}, {holdLease, assertHoldInput}] = await Promise.all([
-      import('../support/apply-context.js'),
+      import('../../client/apply-context.js'),
       import('../../apply/lease-hold.js'),
     ])
     // Flags are checked before the GPU is contacted; the values against the GPU's ranges once it is read.
@@ -72,10 +72,4 @@ function parseWatts(input: string): number {
   const watts = Number(input)
   if (/^\d+(\.\d+)?$/.test(input.trim()) && watts > 0) return watts
   throw new InputError('BAD_POWER_LIMIT', `--power-limit-w takes watts, e.g. 350, not "${input}"`)
-}
-
-export function renderHold(r: LeaseHoldResult): string {
-  const what = r.settings.map((s) => `${s.setting} ${s.value} (${s.action})`).join(', ')
-  const head = r.changed ? `${r.holder} holds ${what} on GPU ${r.hostGpu.index}` : `${r.holder} holds ${what} on GPU ${r.hostGpu.index}; nothing changed`
-  return [head, ...renderLeases(r.leases), ...r.notes.map((n) => `  note: ${n}`)].join('\n')
 }

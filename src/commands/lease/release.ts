@@ -1,9 +1,9 @@
 import {Flags} from '@oclif/core'
 
 import type {ReleaseOutcome} from '../../apply/lease-hold.js'
-import {BaseCommand} from '../support/base-command.js'
-import {hostFlag, hostGpuFlag} from '../support/host-flag.js'
-import {renderLeases} from '../support/render-lease.js'
+import {BaseCommand} from '../../shell/base-command.js'
+import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
+import {renderRelease} from '../../render/render-lease.js'
 
 export type LeaseReleaseResult = ReleaseOutcome
 
@@ -26,7 +26,7 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     const {flags} = await this.parse(LeaseRelease)
     const remote = await this.forwardToHost(flags.host, renderRelease)
     if (remote) return remote.result
-    const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('../support/apply-context.js'), import('../../apply/lease-hold.js')])
+    const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('../../client/apply-context.js'), import('../../apply/lease-hold.js')])
     assertHolder(flags.holder)
     const ctx = await applyContext({mutates: true})
     const result = await releaseLease({hostGpu: flags['host-gpu'], holder: flags.holder}, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
@@ -34,12 +34,3 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     return result
   }
 }
-
-export function renderRelease(r: LeaseReleaseResult): string {
-  const head = !r.released
-    ? `${r.holder} held nothing on GPU ${r.hostGpu.index}`
-    : `${r.holder} released GPU ${r.hostGpu.index}${r.restored.length > 0 ? `; restored ${r.restored.join(', ')} as found before` : ''}`
-  return [head, ...renderLeases(r.leases), ...r.notes.map((n) => `  note: ${n}`)].join('\n')
-}
-
-/** The GPU's leases after the change: what is held, by whom, and what the last holder restores. */

@@ -2,7 +2,8 @@ import {Flags, ux} from '@oclif/core'
 
 import {InputError} from '../../core/errors.js'
 import type {InstallResult} from '../../system/box-install.js'
-import {BaseCommand} from '../support/base-command.js'
+import {BaseCommand} from '../../shell/base-command.js'
+import {renderInstall} from '../../render/render-system.js'
 
 export type SystemInstallResult = InstallResult
 
@@ -56,13 +57,4 @@ Members then use every command as before, with no docker group and no sudo rule 
     }
     return result
   }
-}
-
-export function renderInstall(r: SystemInstallResult): string {
-  const width = Math.max(...r.items.map((i) => i.what.length))
-  return [
-    ...r.items.map((i) => `  ${i.what.padEnd(width)}  ${i.action.padEnd(9)}  ${i.path}`),
-    ...r.notes.map((n) => `note: ${n}`),
-    `Members of ${r.config.group} may now use gpu-cosplay: sudo usermod -aG ${r.config.group} USER (they log in again). Check: gpu-cosplay system status`,
-  ].join('\n')
 }

@@ -1,5 +1,6 @@
 import type {BoxStatus} from '../../system/box-status.js'
-import {BaseCommand} from '../support/base-command.js'
+import {BaseCommand} from '../../shell/base-command.js'
+import {renderSystemStatus} from '../../render/render-system.js'
 
 export type SystemStatusResult = BoxStatus
 
@@ -16,15 +17,4 @@ export default class SystemStatus extends BaseCommand {
     if (!this.jsonEnabled()) this.log(renderSystemStatus(result))
     return result
   }
-}
-
-export function renderSystemStatus(r: SystemStatusResult): string {
-  if (!r.installed) {
-    return 'not installed: every user needs Docker and nvidia-smi rights of their own (safe only among people who trust each other); for a shared box: sudo gpu-cosplay system install --yes'
-  }
-  const mark = {ok: 'OK     ', warn: 'WARN   ', missing: 'MISSING'} as const
-  return [
-    r.healthy ? `installed and healthy${r.config ? ` (group ${r.config.group}, state ${r.config.stateDir})` : ''}` : 'installed, but broken:',
-    ...r.checks.map((c) => `  ${mark[c.status]} ${c.name}: ${c.detail}${c.fix.length > 0 ? ` (${c.fix.join('; ')})` : ''}`),
-  ].join('\n')
 }

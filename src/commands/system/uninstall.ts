@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {InputError} from '../../core/errors.js'
 import type {UninstallResult} from '../../system/box-install.js'
-import {BaseCommand} from '../support/base-command.js'
+import {BaseCommand} from '../../shell/base-command.js'
 
 export type SystemUninstallResult = UninstallResult
 

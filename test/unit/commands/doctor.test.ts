@@ -2,9 +2,9 @@ import {readdirSync, readFileSync} from 'node:fs'
 
 import {describe, expect, it} from '@jest/globals'
 
-import {privilegesCheck} from '../../../src/commands/doctor.js'
+import {privilegesCheck} from '../../../src/client/doctor-checks.js'
 
-import {usageLine} from '../../../src/commands/support/base-command.js'
+import {usageLine} from '../../../src/core/failure.js'
 import {checkSmiPrivileges} from '../../../src/host/privileges.js'
 import {ScriptedExecutor} from '../support/scripted-executor.js'
 

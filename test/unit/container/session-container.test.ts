@@ -1,6 +1,6 @@
 import {describe, expect, it} from '@jest/globals'
 
-import {parseFitReport} from '../../../src/commands/report.js'
+import {parseFitReport} from '../../../src/client/fit-report.js'
 import {connectHost} from '../../../src/container/connect-host.js'
 import {parseByteSize, parseEnvFlags, parseVolumeFlags} from '../../../src/container/container-flags.js'
 import {containerUserName} from '../../../src/container/session-container.js'

@@ -1,0 +1,89 @@
+import {homedir} from 'node:os'
+
+import {resolveHostModel, resolveTarget} from '../catalog/resolve-target.js'
+import type {Catalog, Target} from '../catalog/types.js'
+import {HostError} from '../core/errors.js'
+import type {ExportOptions} from '../export/export-plan.js'
+import {pickGpu} from '../host/pick-gpu.js'
+import {probeHost} from '../host/probe.js'
+import type {Smi} from '../host/smi.js'
+import type {HostProbe} from '../host/types.js'
+import {type Achievable, achievableFor} from '../plan/achievable-for.js'
+import {planCosplay} from '../plan/plan-cosplay.js'
+import {hostModelFor, planHostFromModel, planHostFromProbe} from '../plan/plan-host.js'
+import type {GpuWideRequest, Objective, Plan, PlanHost} from '../plan/types.js'
+import {currentCatalog, localSmi} from './context.js'
+
+export type PlanRequest = GpuWideRequest & {
+  readonly on?: string
+  readonly hostGpu?: number
+  readonly objective: Objective
+  readonly strict: boolean
+  /** override what this host has (exports plan for a cluster, which runs no MPS daemon of ours) */
+  readonly mpsAvailable?: boolean
+}
+
+/** `achievable`: the plan's figures as this host really delivers them (calibrate), next to the peaks */
+export type PlanResult = Plan & {achievable: Achievable}
+
+/**
+ * `plan GPU`: the plan with what this host achieves (its calibration), and with `exportAs` the plan rendered for a
+ * cluster (mig-parted, Kubernetes or Slurm).
+ */
+export async function planTarget(gpu: string, request: PlanRequest, exportAs?: ExportOptions): Promise<{plan: PlanResult; exported: string | null}> {
+  const catalog = await currentCatalog()
+  const target = resolveTarget(catalog, gpu)
+  // A cluster runs no per-session MPS daemon of ours: exports shape with MIG and GPU-wide leases.
+  const {plan: cosplay, host, probe} = await planFor(catalog, target, exportAs ? {...request, mpsAvailable: false} : request, () => localSmi())
+  // a model (--on) has no calibration; reading one loads zod, which `plan --on` must not pay for at start-up
+  const calibration = probe === null ? {status: 'model' as const} : (await import('./plan-calibration.js')).planCalibration(host.model.key, probe)
+  const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.achievedFraction)}
+  if (!exportAs) return {plan, exported: null}
+  // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
+  const {exportPlan} = await import('../export/export-plan.js')
+  return {plan, exported: exportPlan(catalog, host, target, plan, exportAs)}
+}
+
+/**
+ * `--on MODEL` plans against an idle catalog model and needs no GPU. Otherwise the plan is what the next
+ * `up` with the same arguments would do: the probed GPU (default 0), the GPU-wide values other sessions
+ * hold (read from the state directory without a lock, creating nothing), and the same refusals.
+ */
+export async function planFor(
+  catalog: Catalog,
+  target: Target,
+  request: PlanRequest,
+  smi: () => Smi,
+): Promise<{plan: Plan; host: PlanHost; probe: HostProbe | null}> {
+  if (request.on !== undefined) {
+    // A model stands for a host with a current driver, which ships the MPS control binary.
+    const host = planHostFromModel(resolveHostModel(catalog, request.on), {mpsAvailable: request.mpsAvailable ?? true})
+    return {plan: planCosplay(target, host, request.objective, {}, request), host, probe: null}
+  }
+  const probe = await probeOrExplain(smi())
+  const gpu = pickGpu(probe, request.hostGpu ?? 0)
+  const {findMpsControl} = await import('../host/mps.js')
+  const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu), {mpsAvailable: request.mpsAvailable ?? findMpsControl(process.env) !== null})
+  const [{findStateDir}, {bookPath, heldSettings, readBook}, {planOnGpu}] = await Promise.all([
+    import('../apply/state-dir.js'),
+    import('../apply/gpu-book.js'),
+    import('../plan/plan-on-gpu.js'),
+  ])
+  const stateDir = findStateDir(process.env, homedir())
+  const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
+  return {plan: planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request), host, probe}
+}
+
+async function probeOrExplain(smi: Smi): Promise<HostProbe> {
+  try {
+    return await probeHost(smi)
+  } catch (error) {
+    if (error instanceof HostError && error.code === 'SMI_NOT_FOUND') {
+      throw new HostError('SMI_NOT_FOUND', `${error.message}`, {
+        cause: error,
+        fix: ['plan against a built-in host model instead: gpu-cosplay plan 3090 --on h200', 'or set GPU_COSPLAY_NVIDIA_SMI to the nvidia-smi path'],
+      })
+    }
+    throw error
+  }
+}

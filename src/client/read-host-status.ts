@@ -1,0 +1,93 @@
+import {homedir} from 'node:os'
+
+import {hostStatus, type HostStatus, type SessionSummary} from '../apply/host-status.js'
+import {resolveStateDir} from '../apply/state-dir.js'
+import {scanBooks} from '../apply/book-store.js'
+import {scanClaims} from '../apply/session-names.js'
+import type {ContainerState, ContainerStates} from '../container/container-states.js'
+import {isCosplayError} from '../core/errors.js'
+import type {RefusedFile} from '../core/json-file.js'
+import {probeHost} from '../host/probe.js'
+import {describeFailure, escapeFailure, type Failure} from '../core/failure.js'
+import {localSmi} from './context.js'
+import {diedOnThisHost} from '../core/process-gone.js'
+
+const NO_CONTAINERS: ContainerStates = {reachable: true, bySession: {}}
+
+export type SessionView = SessionSummary & {
+  /** Docker's state of the session's container (running, exited...), 'missing' when recorded but gone, null without one */
+  containerState: string | null
+  /**
+   * The session's process died half-way (starting or stopping, and its pid is gone on this host), or what it
+   * made is gone (its GPU instance or its container): `gpu-cosplay recover` cleans up.
+   */
+  crashed: boolean
+}
+
+export type HostView = Omit<HostStatus, 'sessions'> & {
+  sessions: SessionView[]
+  /** why the GPUs could not be read (nvidia-smi missing, failing, or printing what we cannot parse); absent when they could */
+  error?: Failure
+  containers: {
+    reachable: boolean
+    /** why Docker could not be asked, when it could not */
+    reason: string | null
+    /** containers labelled as a gpu-cosplay session that no session record owns */
+    orphans: (ContainerState & {session: string})[]
+  }
+  /**
+   * files in gpus/ and sessions/ named like a book or a name claim that were skipped, never followed or read: a
+   * symlink, not a regular file, or (on an installed box) not root's. Absent from a box of an older version.
+   */
+  refusedFiles?: RefusedFile[]
+}
+
+/** `status`: one box's view, or with several --host boxes each box's view under its name */
+export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
+
+/**
+ * Books, one probe and one Docker listing. Without nvidia-smi or Docker the records are still shown. Without
+ * `orphans` (ps) Docker is asked only when a session has a container: loading its client costs ~150 ms.
+ */
+export async function readHostStatus(options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
+  const stateDir = resolveStateDir(process.env, homedir())
+  let probeFailure: Failure | undefined
+  const scan = scanBooks(stateDir.dir)
+  const books = scan.books.map((b) => b.book)
+  const refusedFiles = [...scan.refused, ...scanClaims(stateDir.dir).refused]
+  const recorded = books.flatMap((book) => Object.values(book.sessions))
+  const askDocker = options.orphans || recorded.some((s) => s.container)
+  const [probe, containers] = await Promise.all([
+    probeHost(localSmi()).catch((error: unknown) => {
+      if (!isCosplayError(error)) throw error
+      probeFailure = escapeFailure(describeFailure(error))
+      return null
+    }),
+    askDocker ? import('../container/container-states.js').then((m) => m.readContainerStates()) : NO_CONTAINERS,
+  ])
+  const status = hostStatus(probe, books, stateDir.dir, stateDir.isShared)
+  const bySession = containers.reachable ? containers.bySession : {}
+  // the process that wrote each session: the `up` or `down` in flight while its phase is starting or stopping. Keyed
+  // by GPU too: a lease hold's name (lease:HOLDER) is the same on every GPU it holds.
+  const processOf = new Map(books.flatMap((book) => Object.values(book.sessions).map((s) => [`${book.gpu.uuid}/${s.name}`, s] as const)))
+  const sessions = status.sessions.map((s) => {
+    const containerState = bySession[s.name]?.state ?? (s.container && containers.reachable ? 'missing' : null)
+    const owner = processOf.get(`${s.gpuUuid}/${s.name}`)
+    const diedHalfWay = s.phase !== 'active' && owner !== undefined && diedOnThisHost(owner)
+    return {...s, containerState, crashed: diedHalfWay || s.instanceMissing || containerState === 'missing'}
+  })
+  const known = new Set(status.sessions.map((s) => s.name))
+  return {
+    ...status,
+    ...(probeFailure === undefined ? {} : {error: probeFailure}),
+    sessions,
+    containers: {
+      reachable: containers.reachable,
+      reason: containers.reachable ? null : containers.reason,
+      orphans: Object.entries(bySession)
+        .filter(([name]) => !known.has(name))
+        .map(([session, c]) => ({...c, session})),
+    },
+    refusedFiles,
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * The container half of `up`: its flags as the container layer takes them (bad values fail here, before anything is
+ * contacted), the mounts and public keys as the caller may see them, the image build's progress, and what the
+ * result says of the container. The container layer itself loads only for a session with a container.
+ */
+import {homedir} from 'node:os'
+import path, {join} from 'node:path'
+
+import type {Target} from '../catalog/types.js'
+import type {LaunchedSession} from '../container/launch-session.js'
+import type {PrepareInput} from '../container/prepare-container.js'
+import {actsForCaller, engineBoxConfig} from '../core/box-config.js'
+import {invokingUser} from '../core/invoking-user.js'
+import {LocalExecutor} from '../core/local-executor.js'
+import {packageRoot} from '../core/package-root.js'
+
+export type UpContainer = {
+  id: string
+  name: string
+  image: string
+  /** the image ID the container was created from: the tag may move, the session keeps this */
+  imageId: string | null
+  /** up --sudo: the session user has sudo, and so root over everything mounted into the container */
+  sudo: boolean
+  /** nothing in the container runs as root (your own image, through the box's engine) */
+  unprivileged: boolean
+  /** sshd's host key, recorded at the first login and pinned in knownHostsFile (null without sshd) */
+  hostKey: string | null
+  knownHostsFile: string | null
+  /** null: the image has no sshd; `gpu-cosplay ssh` goes through docker exec */
+  sshPort: number | null
+  sshHost: string | null
+  user: string
+  workspace: string | null
+  keyPath: string
+  /** whether up had to build the default image first */
+  builtImage: boolean
+  /** from the start of up to the first ssh login (null without sshd) */
+  sshLoginMs: number | null
+  connect: {command: string; ssh: string | null; sshConfig: string | null}
+}
+
+/** up's container flags, as the command parsed them */
+export type ContainerFlags = {
+  readonly image?: string
+  readonly workspace?: string
+  readonly volume?: string[]
+  readonly env?: string[]
+  readonly 'ssh-port'?: number
+  readonly 'ssh-bind': string
+  readonly 'shm-size': string
+  readonly sudo: boolean
+}
+
+/** the launched session, and who owns its ssh key */
+export type Launched = LaunchedSession & {readonly keyOwner: PrepareInput['keyOwner']}
+
+/** up's container flags as the container layer takes them; bad values fail here, before anything is contacted. */
+export async function containerInputFrom(flags: ContainerFlags, target: Target, version: string): Promise<Omit<PrepareInput, 'stateDir'>> {
+  const [{parseVolumeFlags, parseEnvFlags, parseByteSize, parseBindAddress, parseWorkspace}, {assertContainerSudoAllowed}] = await Promise.all([
+    import('../container/container-flags.js'),
+    import('../container/container-privileges.js'),
+  ])
+  const user = invokingUser()
+  // a member's container may get sudo only where the box allows it; root's own always may
+  if (flags.sudo) assertContainerSudoAllowed(actsForCaller() && !user.isRoot ? engineBoxConfig() : null)
+  const workspace = flags.workspace ?? '.'
+  const asked = {workspace: path.resolve(process.cwd(), workspace), volumes: parseVolumeFlags(flags.volume ?? [], process.cwd())}
+  // the engine acting for a member: what is mounted and which keys are read, the caller's own rights decide
+  const forCaller = actsForCaller() && !user.isRoot ? await callerView(user, asked) : null
+  return {
+    ...(forCaller ? {callerPublicKeys: forCaller.publicKeys} : {}),
+    sudo: flags.sudo,
+    inEngine: engineBoxConfig() !== null,
+    imageRef: flags.image ?? null,
+    version,
+    packageRoot: packageRoot(),
+    keyOwner: {uid: user.uid, gid: user.gid},
+    // the entrypoint never makes root the session user (ssh must not depend on root login): root gets "cosplay"
+    owner: user.uid === 0 ? {uid: 1000, gid: 1000, user: 'cosplay'} : {uid: user.uid, gid: user.gid, user: user.user},
+    workspace: forCaller ? forCaller.workspace : parseWorkspace(workspace, process.cwd()),
+    volumes: forCaller ? forCaller.volumes : asked.volumes,
+    env: parseEnvFlags(flags.env ?? []),
+    sshPort: flags['ssh-port'] ?? null,
+    sshBind: parseBindAddress(flags['ssh-bind']),
+    shmSizeBytes: parseByteSize(flags['shm-size']),
+    hasTf32: target.tf32Tflops !== null,
+  }
+}
+
+/** The mounts resolved, and the public keys read, as the caller (see container/caller-files.ts). */
+async function callerView(
+  caller: {uid: number; gid: number; user: string},
+  asked: {workspace: string; volumes: string[]},
+): Promise<{workspace: string; volumes: string[]; publicKeys: string[]}> {
+  const {resolveMountsAsCaller, callerPublicKeys, callerHome} = await import('../container/caller-files.js')
+  const executor = new LocalExecutor()
+  const mounts = await resolveMountsAsCaller(asked, caller, executor)
+  const home = await callerHome(caller, executor)
+  return {...mounts, publicKeys: home === null ? [] : await callerPublicKeys(caller, home, executor)}
+}
+
+/** The first use builds the cosplay image: say so, then its progress a line at a time. */
+export function buildProgress(say: (line: string) => void): Pick<PrepareInput, 'onBuildStart' | 'onBuildProgress'> {
+  return {
+    onBuildStart: (tag, base) => say(`Building ${tag} on ${base} (first use; later runs reuse it)`),
+    onBuildProgress: async (event) => {
+      const {progressLine} = await import('../container/cosplay-image.js')
+      const line = progressLine(event)
+      if (line) say(`  ${line}`)
+    },
+  }
+}
+
+/** What the result says of the container: its image, the pinned sshd host key, how to connect. */
+export async function upContainer({container: c, prepared, keyOwner}: Launched, startedAt: number): Promise<UpContainer> {
+  const [{connectHints, sessionAlias}, {writeSessionKnownHosts}] = await Promise.all([
+    import('../container/connect-hints.js'),
+    import('./session-known-hosts.js'),
+  ])
+  const keyPath = prepared.identity.privateKeyPath
+  // root acting for the user who ran sudo: the pinned key's file is theirs, like their key
+  const owner = process.getuid?.() === 0 && keyOwner.uid !== 0 ? keyOwner : undefined
+  const hostKey = c.hostKey ?? null
+  // the engine acting for a member writes nothing in their home: ssh-config, run as them, pins the key there
+  const knownHostsFile = hostKey === null || actsForCaller() ? null : writeSessionKnownHosts(join(homedir(), '.ssh'), sessionAlias(c.session), hostKey, owner)
+  return {
+    id: c.id,
+    name: c.name,
+    image: c.image,
+    imageId: c.imageId ?? null,
+    sudo: c.sudo ?? false,
+    unprivileged: c.unprivileged ?? false,
+    hostKey,
+    knownHostsFile,
+    sshPort: c.sshPort,
+    sshHost: c.sshHost,
+    user: c.user,
+    workspace: c.workspace,
+    keyPath,
+    builtImage: prepared.built !== null,
+    sshLoginMs: c.sshPort === null ? null : Date.now() - startedAt,
+    connect: connectHints(c, keyPath, knownHostsFile),
+  }
+}

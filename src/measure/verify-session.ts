@@ -1,0 +1,52 @@
+/**
+ * `verify`: runs runtime-hooks/verify.py in the session's container (docker exec, as the session user) and reads
+ * its report; with --perf, its measurement, held to the session's plan by verify-perf.ts.
+ */
+import {accessSession} from '../client/session-access.js'
+import type {Spinner} from '../client/progress.js'
+import {DockerRuntime} from '../container/runtime.js'
+import {execUserOf} from '../container/session-container.js'
+import {ContainerError} from '../core/errors.js'
+import type {VerifyPerfResult} from './verify-perf.js'
+
+export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
+export type VerifyResult = {session: string; checks: VerifyCheck[]; summary: {PASS: number; FAIL: number; SKIP: number}}
+
+const HOOKS = '/opt/gpu-cosplay/hooks'
+
+/** The session's self-test, or with `perf` its measurement; `spinner` shows while it measures. */
+export async function verifySession(
+  name: string | undefined,
+  options: {readonly perf: boolean; readonly cpu: boolean},
+  spinner: Spinner | null,
+): Promise<VerifyResult | VerifyPerfResult> {
+  const access = accessSession(name)
+  const c = access.container
+  // a session has a GPU: --perf asks for CUDA there, so a CUDA that does not work fails instead of measuring the CPU
+  const argv = ['python3', `${HOOKS}/verify.py`, ...(options.perf ? ['--perf', '--device', options.cpu ? 'cpu' : 'cuda'] : [])]
+  const progress = options.perf ? spinner : null
+  progress?.start(`Measuring in ${c.session} (up to 30 s on a GPU)`)
+  let ran
+  try {
+    ran = await new DockerRuntime().exec(c.id, argv, {user: execUserOf(c), workingDir: '/workspace'})
+  } catch (error) {
+    progress?.stop('failed')
+    throw error
+  }
+  progress?.stop('done')
+  if (options.perf) return (await import('./verify-perf.js')).verifyPerf(access, ran)
+  let parsed: {checks: VerifyCheck[]; summary: VerifyResult['summary']}
+  try {
+    parsed = JSON.parse(ran.stdout)
+  } catch (error) {
+    throw new ContainerError(
+      'VERIFY_FAILED',
+      `verify.py in ${c.name} printed no report (exit ${ran.exitCode}): ${(ran.stderr || ran.stdout).trim().split('\n').pop() ?? ''}`,
+      {
+        cause: error,
+        fix: ['is python3 in the image?', `look inside: gpu-cosplay ssh ${c.session}`],
+      },
+    )
+  }
+  return {session: c.session, checks: parsed.checks, summary: parsed.summary}
+}

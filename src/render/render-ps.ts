@@ -1,0 +1,40 @@
+import type {SessionView} from '../client/read-host-status.js'
+import {formatTable} from './format-table.js'
+
+/** The text view of `ps`: a session a row (with a HOST column across boxes), then which crashed. */
+export function renderPs(sessions: readonly (SessionView & {host?: string})[]): string {
+  if (sessions.length === 0) return 'No sessions.'
+  const crashed = sessions.filter((s) => s.crashed).map((s) => s.name)
+  const rows = sessions.map((s) => [
+    s.name,
+    s.owner,
+    s.lease ? `lease: ${describeHold(s.lease)}` : (s.target ?? '-'),
+    s.gpuIndex === null ? '?' : String(s.gpuIndex),
+    s.mig ? `${s.mig.profile} GI ${s.mig.gpuInstanceId}` : s.lease ? '-' : 'whole GPU',
+    stateOf(s),
+    s.container ? `${s.container.name} (${s.containerState ?? 'unknown'})` : '-',
+  ])
+  const headers = ['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER']
+  const onHosts = sessions.some((s) => s.host !== undefined)
+  const table = onHosts
+    ? formatTable(
+        ['HOST', ...headers],
+        rows.map((row, i) => [sessions[i].host ?? '-', ...row]),
+      )
+    : formatTable(headers, rows)
+  if (crashed.length === 0) return table
+  return `${table}\n\n${crashed.join(', ')} crashed: run gpu-cosplay recover to clean up`
+}
+
+/** What a lease hold holds, e.g. "clock 1395 MHz, power 300 W". */
+export function describeHold(hold: {clockMHz: number | null; powerLimitW: number | null}): string {
+  const parts = [...(hold.clockMHz === null ? [] : [`clock ${hold.clockMHz} MHz`]), ...(hold.powerLimitW === null ? [] : [`power ${hold.powerLimitW} W`])]
+  return parts.join(', ')
+}
+
+function stateOf(s: SessionView): string {
+  if (s.instanceMissing) return `${s.phase} (instance gone: crashed)`
+  if (s.crashed && s.containerState === 'missing') return `${s.phase} (container gone: crashed)`
+  if (s.crashed) return `${s.phase} (process gone: crashed)`
+  return s.phase
+}
