@@ -2,9 +2,11 @@ import {resolveTarget} from '../catalog/resolve-target.js'
 import type {Catalog, Target} from '../catalog/types.js'
 import {InputError} from '../core/errors.js'
 import {planCosplay} from '../plan/plan-cosplay.js'
+import {profileChoices, versusPreferred} from '../plan/profile-choices.js'
 import type {Plan, PlanHost} from '../plan/types.js'
 import type {ExportFormat, ExportInput, MigStrategy} from './export-input.js'
-import {type MigLayout, packMigLayout} from './mig-layout.js'
+import {type MigLayout, packMigLayout, type ProfileTrade} from './mig-layout.js'
+import {chooseMixProfiles} from './pack-mix.js'
 import {parseMix} from './parse-mix.js'
 import {renderK8s} from './render-k8s.js'
 import {renderMigParted} from './render-mig-parted.js'
@@ -57,7 +59,7 @@ export function exportInput(catalog: Catalog, host: PlanHost, target: Target, pl
   }
 }
 
-type MixedPlan = {readonly asked: string; readonly count: number | 'fill'; readonly plan: Plan}
+type MixedPlan = {readonly asked: string; readonly count: number | 'fill'; readonly plan: Plan; readonly trade?: ProfileTrade}
 
 /** The whole-GPU layout, or null where the GPU is not sliced (then only -o mig-parted refuses). */
 function layoutFor(format: ExportFormat, host: PlanHost, mixed: readonly MixedPlan[]): MigLayout | null {
@@ -76,7 +78,13 @@ function layoutFor(format: ExportFormat, host: PlanHost, mixed: readonly MixedPl
   if (host.model.mig === null && format !== 'mig-parted') return null
   return packMigLayout(
     host.model,
-    mixed.map((m) => ({targetKey: m.plan.target.key, asked: m.asked, profile: m.plan.mig?.profile ?? '', count: m.count})),
+    mixed.map((m) => ({
+      targetKey: m.plan.target.key,
+      asked: m.asked,
+      profile: m.plan.mig?.profile ?? '',
+      count: m.count,
+      ...(m.trade ? {trade: m.trade} : {}),
+    })),
   )
 }
 
@@ -86,11 +94,29 @@ function mixPlans(catalog: Catalog, host: PlanHost, target: Target, plan: Plan, 
   const duplicate = keys.find((k, i) => keys.indexOf(k) !== i)
   if (duplicate) throw new InputError('BAD_MIX', `--mix names ${duplicate} twice`, {fix: ['give each target once with its count, e.g. 3090x2']})
   const own = items.some((i) => i.target.key === target.key) ? [] : [{name: target.key, count: 1, target}]
-  return [...own, ...items].map((item) => ({
+  const preferred = [...own, ...items].map((item) => ({
     asked: item.name,
     count: item.count,
+    target: item.target,
     plan: item.target.key === target.key ? plan : planCosplay(item.target, host, plan.objective),
   }))
+  // layoutFor refuses a plan without a slice, and packMigLayout a host without MIG
+  if (host.model.mig === null || preferred.some((m) => m.plan.mig === null)) return preferred
+  return packMix(host, preferred)
+}
+
+/** Gives each target of the mix the profile closest to its own plan's such that the whole mix fits on one GPU. */
+function packMix(host: PlanHost, preferred: readonly (MixedPlan & {count: number; target: Target})[]): MixedPlan[] {
+  const choices = preferred.map((m) => profileChoices(m.target, host, m.plan))
+  const picks = chooseMixProfiles(
+    host.model,
+    preferred.map((m, i) => ({asked: m.asked, memoryGiB: Math.min(m.target.vramGB, m.plan.mig?.memoryGiB ?? 0), count: m.count, choices: choices[i]})),
+  )
+  return preferred.map((m, i) => {
+    if (picks[i] === 0) return m
+    const chosen = choices[i][picks[i]].plan
+    return {...m, plan: chosen, trade: {preferred: m.plan.mig?.profile ?? '', versusPreferred: versusPreferred(chosen, m.plan)}}
+  })
 }
 
 function defaultLabel(items: readonly {key: string; count: number | 'fill' | null}[]): string {

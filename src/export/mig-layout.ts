@@ -1,5 +1,6 @@
 import type {HostModel, MigProfileSpec} from '../catalog/types.js'
 import {InputError} from '../core/errors.js'
+import type {Plan} from '../plan/types.js'
 
 /** One line of a whole-GPU layout: how many instances of one target's slice. */
 export type LayoutEntry = {
@@ -8,7 +9,12 @@ export type LayoutEntry = {
   readonly asked: string
   readonly profile: string
   readonly count: number
+  /** set where a mix gave this target another profile than its own plan's */
+  readonly trade?: ProfileTrade
 }
+
+/** What a target gave up to fit a mix: its own plan's profile, and the chosen plan's weighed axes measured against that plan's. */
+export type ProfileTrade = {readonly preferred: string; readonly versusPreferred: Plan['weighed']}
 
 /** A whole-GPU MIG layout: every instance mig-parted (or the GPU operator) creates on each matching GPU. */
 export type MigLayout = {
@@ -24,6 +30,7 @@ export type LayoutRequest = {
   readonly profile: string
   /** 'fill': as many as fit (a single target's layout); a number: exactly that many or refuse */
   readonly count: number | 'fill'
+  readonly trade?: ProfileTrade
 }
 
 type Placed = {readonly memory: readonly [number, number]; readonly compute: readonly [number, number]}
@@ -42,16 +49,10 @@ export function packMigLayout(model: HostModel, requests: readonly LayoutRequest
       fix: ['plan against a MIG-capable host model, e.g. --on h200', 'or use -o k8s / -o slurm, which request a whole GPU there'],
     })
   }
-  const specOf = (name: string): MigProfileSpec => {
-    const spec = mig.profiles.find((p) => p.name === name)
-    if (!spec) throw new InputError('EXPORT_UNKNOWN_PROFILE', `${model.name} has no MIG profile ${name}`)
-    return spec
-  }
-
   const instances: MigProfileSpec[] = []
   const entries: LayoutEntry[] = []
   for (const request of requests) {
-    const spec = specOf(request.profile)
+    const spec = migProfileSpec(model, request.profile)
     if (request.count === 'fill') {
       let count = 0
       while (count < spec.maxInstances && fits(model, [...instances, spec])) {
@@ -65,7 +66,7 @@ export function packMigLayout(model: HostModel, requests: readonly LayoutRequest
       if (!fits(model, [...instances, spec])) throw doesNotFit(model, request, spec, i, entries)
       instances.push(spec)
     }
-    entries.push({targetKey: request.targetKey, asked: request.asked, profile: spec.name, count: request.count})
+    entries.push({...request, profile: spec.name, count: request.count})
   }
 
   const migDevices: Record<string, number> = {}
@@ -74,6 +75,13 @@ export function packMigLayout(model: HostModel, requests: readonly LayoutRequest
     if (count > 0) migDevices[profile.name] = count
   }
   return {hostModel: model.key, entries, migDevices}
+}
+
+/** The model's MIG profile of this name. */
+export function migProfileSpec(model: HostModel, name: string): MigProfileSpec {
+  const spec = model.mig?.profiles.find((p) => p.name === name)
+  if (!spec) throw new InputError('EXPORT_UNKNOWN_PROFILE', `${model.name} has no MIG profile ${name}`)
+  return spec
 }
 
 function doesNotFit(model: HostModel, request: LayoutRequest, spec: MigProfileSpec, nth: number, before: readonly LayoutEntry[]): InputError {

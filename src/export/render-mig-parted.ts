@@ -4,6 +4,7 @@ import {describeSettings, gpuWideSettings} from './gpu-wide-lease.js'
 import {comment, type ExportInput} from './export-input.js'
 import type {MigLayout} from './mig-layout.js'
 import type {HostModel} from '../catalog/types.js'
+import {weighedErrors} from '../plan/placement.js'
 
 /** mig-parted's `version: v1` config with one named layout; key order is fixed, so output is byte-stable. */
 export function migPartedConfig(layout: MigLayout, model: HostModel, label: string): Record<string, unknown> {
@@ -31,7 +32,10 @@ export function renderMigParted(input: ExportInput): string {
   if (layout === null) throw new Error('renderMigParted needs a MIG layout')
   const lines = [
     `gpu-cosplay: a whole-GPU MIG layout for ${hostModel.name}`,
-    ...layout.entries.map((e, i) => `  ${e.asked} x${e.count}: ${e.profile} (${layoutTargetName(input, i)})`),
+    ...layout.entries.flatMap((e, i) => [
+      `  ${e.asked} x${e.count}: ${e.profile} (${layoutTargetName(input, i)})`,
+      ...(e.trade ? [`    to fit the mix: ${e.profile} instead of ${e.trade.preferred} (${weighedErrors({weighed: e.trade.versusPreferred})})`] : []),
+    ]),
     '',
     'WARNING: nvidia-mig-parted destroys every MIG instance on a GPU before it applies a layout. Never point',
     'it at a GPU that `gpu-cosplay up` uses: sessions there would lose their slices mid-run.',

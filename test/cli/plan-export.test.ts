@@ -38,8 +38,16 @@ describe('plan -o (the built CLI)', () => {
     expect(load(stdout)).toMatchObject({version: 'v1'})
   })
 
+  it('--mix 4090x3 moves all three to 2g.35gb, where 3g.71gb fits only twice, and says so', () => {
+    const {exitCode, stdout, stderr} = runCli(['plan', '4090', '--on', 'h200', '-o', 'mig-parted', '--mix', '4090x3'])
+    expect({exitCode, stderr}).toEqual({exitCode: 0, stderr: ''})
+    expect(stdout).toBe(readFileSync(join(GOLDEN, 'h200-mix-4090x3.mig-parted.yaml'), 'utf8'))
+    expect(load(stdout)).toMatchObject({'mig-configs': {'gpu-cosplay-rtx-4090x3': [{'mig-devices': {'2g.35gb': 3}}]}})
+  })
+
   it.each([
     [['--mix', '3090x2,t4x5'], 'MIX_DOES_NOT_FIT'],
+    [['--mix', '3090x5'], 'MIX_DOES_NOT_FIT'],
     [['--mix', 't4x9'], 'BAD_MIX'],
   ])('refuses %j with %s, exit 2, one line on stderr', (extra, code) => {
     const text = runCli(['plan', '3090', '--on', 'h200', '-o', 'mig-parted', ...extra])

@@ -192,6 +192,19 @@ describe('--mix', () => {
     expect(spec['mig-configs']['gpu-cosplay-rtx-3090x2-t4x3'][0]['mig-devices']).toEqual({[profileOf('t4')]: 3, [profileOf('3090')]: 2})
   })
 
+  it('gives 4090x3 the closest profile all three fit in (2g.35gb, not 3g.71gb twice), and says what it lost (golden)', () => {
+    expect(planCosplay(target('4090'), planHostFromModel(hostModel('h200'))).mig!.profile).toBe('3g.71gb')
+    const text = exported('4090', 'h200', {format: 'mig-parted', mix: '4090x3'})
+    expect(text).toBe(golden('h200-mix-4090x3.mig-parted.yaml', text))
+    expect(parseMigParted(text)['mig-configs']['gpu-cosplay-rtx-4090x3'][0]['mig-devices']).toEqual({'2g.35gb': 3})
+    expect(text).toMatch(/^# .*2g\.35gb instead of 3g\.71gb \(FP32 -\d/m)
+  })
+
+  it('packs a mix of several targets as a whole: a40 keeps 3g.71gb, 4090 and l4 share the rest', () => {
+    const text = exported('4090', 'h200', {format: 'mig-parted', mix: 'a40,l4'})
+    expect(parseMigParted(text)['mig-configs']['gpu-cosplay-rtx-4090x1-a40x1-l4x1'][0]['mig-devices']).toEqual({'2g.35gb': 2, '3g.71gb': 1})
+  })
+
   it("counts the command's own target once when the mix does not name it", () => {
     const input = exportInput(builtinCatalog(), planHostFromModel(hostModel('h200')), target('3090'), h200Plan(), {
       format: 'mig-parted',
@@ -214,6 +227,16 @@ describe('--mix', () => {
   ])('refuses %s with %s, exit 2', (mix, code) => {
     const error = thrown(() => exported('3090', 'h200', {format: 'mig-parted', mix}))
     expect({code: error.code, exit: error.exit}).toEqual({code: expect.stringMatching(new RegExp(`^${code}`)), exit: 2})
+  })
+
+  it.each([
+    ['4090', '4090x2,a40x2', /^a40 #2: no MIG slice of 48 GiB or more is left on one NVIDIA H200 SXM \(141GB\) beside 4090 x2, a40 x1$/],
+    ['3090', '3090x5', /^3090 x5: one NVIDIA H200 SXM \(141GB\) holds at most 4 MIG slices of 24 GiB or more$/],
+    ['t4', 't4x4,1650x4', /^the mix asks for 8 MIG instances; one NVIDIA H200 SXM \(141GB\) holds at most 7$/],
+  ])('plan %s --mix %s is refused only because no layout holds it, and says why in one line', (own, mix, why) => {
+    const error = thrown(() => exported(own, 'h200', {format: 'mig-parted', mix}))
+    expect({code: error.code, exit: error.exit}).toEqual({code: 'MIX_DOES_NOT_FIT', exit: 2})
+    expect(error.message).toMatch(why)
   })
 
   it('works with -o mig-parted only', () => {
