@@ -103,7 +103,7 @@ export function planCosplay(
   const vramCapMiB = Math.round(chosen.expected.vramGB * 1024)
   const plan: Omit<Plan, 'warnings'> = {
     target: summary,
-    host: {name: host.name, index: host.index, model: host.model.key},
+    host: {name: host.name, index: host.index, model: host.model.key, smCount: host.model.smCount},
     objective,
     mig: profile && {
       profile: profile.name,

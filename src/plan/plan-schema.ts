@@ -60,7 +60,13 @@ const weighedAxis = z.object({
 
 export const planSchema = z.object({
   target: targetSummary,
-  host: z.object({name: z.string(), index: z.number().nullable(), model: z.string()}),
+  host: z.object({
+    name: z.string(),
+    index: z.number().nullable(),
+    model: z.string(),
+    /** the whole GPU's SMs (absent in plans journaled before it was recorded) */
+    smCount: z.number().optional(),
+  }),
   objective: z.enum(OBJECTIVES),
   mig: migChoice.nullable(),
   /** true when `up` must turn MIG mode on first */

@@ -1,6 +1,7 @@
 import type {GpuStatus} from '../apply/host-status.js'
 import {leaseLine} from './render-lease.js'
 import type {HostView, SessionView} from '../client/read-host-status.js'
+import {sliceOf} from './render-ps.js'
 
 /** How the picture is drawn: the terminal's width, and whether it takes colour. */
 export type BoxStyle = {readonly cols: number; readonly color: boolean}
@@ -108,7 +109,11 @@ function earlierGpuLines(g: Pick<GpuStatus, 'index' | 'name' | 'uuid' | 'leases'
 
 function sessionLines(x: SessionView, letter: string, g: GpuStatus, style: BoxStyle, paint: (c: string, t: string) => string, colour: string): string[] {
   const slices = x.placement && `slice${x.placement.size > 1 ? 's' : ''} ${ranges(span(x.placement))}`
-  const where = x.mig ? `${x.mig.profile} GI ${x.mig.gpuInstanceId ?? '?'}${slices ? ` ${slices}` : ' (instance gone)'}` : 'whole GPU'
+  const where = !x.mig
+    ? 'whole GPU'
+    : x.mig.gpuInstanceId === null
+      ? sliceOf(x.mig)
+      : `${x.mig.profile} GI ${x.mig.gpuInstanceId}${slices ? ` ${slices}` : ' (instance gone)'}`
   const first = `  ${paint(colour, ` ${letter} `)} ${x.name}  ${x.owner}  ${x.target ?? '-'}  ${where}  ${x.phase}${x.crashed ? ' (crashed)' : ''}`
   const sh = x.shaping
   if (!sh) return [first]

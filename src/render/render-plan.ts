@@ -8,7 +8,7 @@ export function renderPlan(plan: PlanResult): string {
   const where = plan.host.index === null ? `${plan.host.name} (model ${plan.host.model}, assumed idle)` : `GPU ${plan.host.index}: ${plan.host.name}`
   const slice = plan.mig
     ? `MIG ${plan.mig.profile} (profile ${plan.mig.profileId}, ${plan.mig.smCount} SMs, ${plan.mig.memoryGiB} GiB)`
-    : `whole GPU (${plan.smCount} SMs)`
+    : `whole GPU (${plan.host.smCount ?? plan.smCount} SMs)`
   const pct = (v: number | null) => (v === null ? '-' : `${v > 0 ? '+' : ''}${v.toFixed(1)}%`)
   const a = plan.achievable
   // ERROR: peak vs the target's datasheet (what the planner matched). Where the catalog has the target's
@@ -69,7 +69,7 @@ export function renderPlan(plan: PlanResult): string {
     `  slice:  ${slice}${plan.needsMigEnable ? ' (MIG mode must be turned on)' : ''}`,
     `  clock:  ${plan.clockMHz === null ? `unlocked (max ${plan.effectiveClockMHz} MHz)` : `locked at ${plan.clockMHz} MHz`}`,
     `  power:  ${plan.powerLimitW === null ? 'left as found' : `${plan.powerLimitW} W`} (GPU-wide)`,
-    `  MPS:    ${plan.mps ? `${plan.mps.activeThreadPercentage}% active threads = ${plan.mps.smCount} of ${plan.mig?.smCount ?? plan.smCount} SMs, ${plan.mps.pinnedMemLimitMiB} MiB pinned (cap ${plan.vramCapMiB} + ${plan.mps.pinnedMemLimitMiB - plan.vramCapMiB} MiB for the context and library buffers)` : 'not available here: GPU-wide knobs shape the session'}`,
+    `  MPS:    ${plan.mps ? `${plan.mps.activeThreadPercentage}% active threads = ${plan.mps.smCount} of ${plan.mig?.smCount ?? plan.host.smCount ?? plan.smCount} SMs, ${plan.mps.pinnedMemLimitMiB} MiB pinned (cap ${plan.vramCapMiB} + ${plan.mps.pinnedMemLimitMiB - plan.vramCapMiB} MiB for the context and library buffers)` : 'not available here: GPU-wide knobs shape the session'}`,
     `  GPU-wide: ${plan.gpuWide.reason}`,
     `  weighs: ${plan.weighed.map((w) => `${AXIS_NAMES[w.axis]} ${w.errorPct > 0 ? '+' : ''}${w.errorPct.toFixed(1)}%`).join(', ')} (--match ${plan.objective})`,
     `  VRAM:   capped at ${plan.vramCapGiB} GiB (${plan.vramCapMiB} MiB)`,

@@ -10,7 +10,7 @@ export function renderPs(sessions: readonly (SessionView & {host?: string})[]): 
     s.owner,
     s.lease ? `lease: ${describeHold(s.lease)}` : (s.target ?? '-'),
     s.gpuIndex === null ? '?' : String(s.gpuIndex),
-    s.mig ? `${s.mig.profile} GI ${s.mig.gpuInstanceId}` : s.lease ? '-' : 'whole GPU',
+    s.mig ? sliceOf(s.mig) : s.lease ? '-' : 'whole GPU',
     stateOf(s),
     s.container ? `${s.container.name} (${s.containerState ?? 'unknown'})` : '-',
   ])
@@ -30,6 +30,11 @@ export function renderPs(sessions: readonly (SessionView & {host?: string})[]): 
 export function describeHold(hold: {clockMHz: number | null; powerLimitW: number | null}): string {
   const parts = [...(hold.clockMHz === null ? [] : [`clock ${hold.clockMHz} MHz`]), ...(hold.powerLimitW === null ? [] : [`power ${hold.powerLimitW} W`])]
   return parts.join(', ')
+}
+
+/** A slice the session planned but has not made yet (its up was stopped before) has no instance to name. */
+export function sliceOf(mig: {profile: string; gpuInstanceId: number | null}): string {
+  return mig.gpuInstanceId === null ? `${mig.profile} (not created)` : `${mig.profile} GI ${mig.gpuInstanceId}`
 }
 
 function stateOf(s: SessionView): string {

@@ -41,6 +41,13 @@ describe('plan --on (no GPU)', () => {
     expect(json.host.model).toBe('l40s')
   })
 
+  it("on a non-MIG model, MPS shares out the GPU's own SMs and the text says how many it has", () => {
+    const {exitCode, stdout} = runCli(['plan', 't4', '--on', 'l40s', '--match', 'fp32'])
+    expect(exitCode).toBe(0)
+    expect(stdout).toContain('slice:  whole GPU (142 SMs)')
+    expect(stdout).toMatch(/MPS: +\d+% active threads = \d+ of 142 SMs/)
+  })
+
   it('renders expected vs target with the error in % as text', () => {
     const {exitCode, stdout} = runCli(['plan', '3090', '--on', 'h200'])
     expect(exitCode).toBe(0)

@@ -18,6 +18,12 @@ describe('ps', () => {
     const text = runCli(['ps'], env)
     expect(text.stdout).toMatch(/victim.*crashed/)
     expect(text.stdout).toContain('gpu-cosplay recover')
+    // the slice was never made: say so, not "GI null"
+    expect(text.stdout).toMatch(/victim.*1g\.35gb \(not created\)/)
+    for (const command of [['ps'], ['status']]) {
+      const shown = runCli(command, env).stdout
+      expect({command, shown}).toEqual({command, shown: expect.not.stringMatching(/\bnull\b|undefined|NaN/)})
+    }
   })
 
   it('a healthy session is not crashed, and there is no hint', () => {
