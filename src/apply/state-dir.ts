@@ -55,6 +55,11 @@ export function findStateDir(env: Readonly<Record<string, string | undefined>>, 
   return fs.existsSync(SHARED_STATE_DIR) ? {dir: SHARED_STATE_DIR, isShared: true, warning: null} : null
 }
 
+/** For a reader (`ps`, `status`, `metrics`): the state directory in use, or where it would be; creates nothing. */
+export function stateDirToRead(env: Readonly<Record<string, string | undefined>>, homeDir: string): StateDir {
+  return findStateDir(env, homeDir) ?? {dir: env[HOST_ENV.stateDir] || SHARED_STATE_DIR, isShared: true, warning: null}
+}
+
 /**
  * Whether resolveStateDir would take the shared folder: its gpus/ and sessions/ are writable folders (an admin may
  * have made the top folder 0755 and those 0777), or it is writable itself, so they can be made.

@@ -1,7 +1,7 @@
 import {homedir} from 'node:os'
 
 import {hostStatus, type HostStatus, type SessionSummary} from '../apply/host-status.js'
-import {resolveStateDir} from '../apply/state-dir.js'
+import {stateDirToRead} from '../apply/state-dir.js'
 import {scanBooks} from '../apply/book-store.js'
 import {scanClaims} from '../apply/session-names.js'
 import type {ContainerState, ContainerStates} from '../container/container-states.js'
@@ -50,7 +50,7 @@ export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
  * `orphans` (ps) Docker is asked only when a session has a container: loading its client costs ~150 ms.
  */
 export async function readHostStatus(options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
-  const stateDir = resolveStateDir(process.env, homedir())
+  const stateDir = stateDirToRead(process.env, homedir())
   let probeFailure: Failure | undefined
   const scan = scanBooks(stateDir.dir)
   const books = scan.books.map((b) => b.book)

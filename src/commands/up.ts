@@ -7,8 +7,8 @@ import {placeFlag} from '../shell/host-flag.js'
 import {renderUp} from '../render/render-up.js'
 
 export default class Up extends BaseCommand {
-  static summary = 'Dress a host GPU up as another GPU: MIG slice, clock lock, power cap, VRAM cap'
-  static description = `Plans like \`plan\`, then applies it as a journaled session: turns MIG mode on if needed (and records that it did), creates one GPU instance and one compute instance, and takes shares ("leases") of the GPU-wide settings: persistence mode, clock lock, power limit. Other sessions on the same GPU keep theirs; a session that wants a different clock or power limit shares the one in force (the plan is recomputed with it), or fails with --strict.
+  static summary = 'Dress a host GPU up as another GPU: a MIG slice shaped by MPS, a VRAM cap and a costume'
+  static description = `Plans like \`plan\`, then applies it as a journaled session: turns MIG mode on if needed (and records that it did), creates one GPU instance and one compute instance, and shapes the session inside its slice with an MPS daemon of its own (a share of the slice's SMs and a hard device-memory limit). Persistence mode is held on while any session needs it. The GPU-wide settings (clock lock, power limit) bind every tenant of the GPU, so only a session that holds the whole GPU takes them, or one that asks with --lock-clock/--cap-power; they are taken as shares ("leases"): a session that wants a different clock or power limit shares the one in force (the plan is recomputed with it), or fails with --strict.
 
 Every change is written to the state directory before it is made; Ctrl-C finishes the current step and undoes the rest, and \`gpu-cosplay recover\` finishes the job after a crash. \`down\` puts everything back.
 

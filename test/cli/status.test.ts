@@ -1,4 +1,5 @@
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
+import {existsSync} from 'node:fs'
 
 import {cleanupTemps, runCli, runJson, Sim, stderrLines} from './support/run-cli.js'
 
@@ -44,4 +45,18 @@ it('status with a working nvidia-smi has no error and exits 0', () => {
   expect(result.exitCode).toBe(0)
   expect(result.json.error).toBeUndefined()
   expect(result.json.gpus).toHaveLength(1)
+})
+
+describe('reading commands create nothing', () => {
+  it.each([['ps'], ['status'], ['plan', '3090', '--host-gpu', '0'], ['doctor']])(
+    '%s on a box where nothing was ever done leaves no state directory',
+    (...argv) => {
+      const sim = Sim.create('h200', 1)
+      const env = sim.env()
+      const stateDir = env.GPU_COSPLAY_STATE_DIR!
+      expect(existsSync(stateDir)).toBe(false)
+      runCli(argv, env)
+      expect(existsSync(stateDir)).toBe(false)
+    },
+  )
 })
