@@ -8,6 +8,8 @@ export type SmiErrorDetails = {
   readonly exitCode: number | null
   /** stdout as printed: a -cgi that fails half-way still lists the instances it made, and undo needs them */
   readonly stdout: string
+  /** a change that nvidia-smi (or sudo) refused outright, or that could not be started: it changed nothing */
+  readonly refused?: boolean
 }
 
 /** A failed nvidia-smi call. `code` is stable (see classifySmiFailure); the other fields are for callers that salvage output. */
@@ -16,6 +18,7 @@ export class SmiError extends HostError {
   readonly line: string | null
   readonly exitCode: number | null
   readonly stdout: string
+  readonly refused: boolean
 
   constructor(code: string, message: string, details: SmiErrorDetails, options: {exit?: ExitCode; fix?: string[]; cause?: unknown} = {}) {
     super(code, message, options)
@@ -23,9 +26,18 @@ export class SmiError extends HostError {
     this.line = details.line
     this.exitCode = details.exitCode
     this.stdout = details.stdout
+    this.refused = details.refused ?? false
   }
 }
 
 export function isSmiError(error: unknown, code?: string): error is SmiError {
   return error instanceof SmiError && (code === undefined || error.code === code)
+}
+
+/**
+ * A change that never happened: nvidia-smi ran to its end and refused it (or could not be started). Not a timeout,
+ * not an unknown error, not a call that printed anything but its refusal: those may have acted.
+ */
+export function isRefusedChange(error: unknown): error is SmiError {
+  return error instanceof SmiError && error.refused
 }
