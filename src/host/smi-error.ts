@@ -1,4 +1,5 @@
 import {HostError, type ExitCode} from '../core/errors.js'
+import {quoteOutput} from '../core/quote-output.js'
 
 export type SmiErrorDetails = {
   /** the argv that ran, sudo prefix included, so a log or bug report can replay it */
@@ -40,4 +41,14 @@ export function isSmiError(error: unknown, code?: string): error is SmiError {
  */
 export function isRefusedChange(error: unknown): error is SmiError {
   return error instanceof SmiError && error.refused
+}
+
+/**
+ * nvidia-smi succeeded but printed something this version cannot read (a changed format, or garbage): the
+ * SMI_UNPARSEABLE of every parser, never an empty or made-up list. The output is quoted short and printable.
+ */
+export function smiUnparseable(command: string, text: string): HostError {
+  return new HostError('SMI_UNPARSEABLE', `${command} printed something this version cannot read: ${quoteOutput(text)}`, {
+    fix: ['report the driver version (nvidia-smi --version) and this output; rerun with DEBUG=gpu-cosplay* for details'],
+  })
 }

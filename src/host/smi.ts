@@ -1,6 +1,7 @@
 import createDebug from 'debug'
 import {DEBUG_NS, HOST_ENV} from '../core/names.js'
 import type {ExecResult, Executor} from '../core/executor.js'
+import {saidOrQuoted} from '../core/quote-output.js'
 import {classifySmiFailure, isOutrightRefusal} from './classify-smi-failure.js'
 import {SmiError, type SmiErrorDetails} from './smi-error.js'
 
@@ -82,7 +83,7 @@ export class Smi {
       log('%o -> exit %d %s (%s) in %d ms', argv, result.exitCode, failure.code, failure.line, Date.now() - started)
       throw new SmiError(
         failure.code,
-        `${shown} failed: ${failure.reason ?? `exit status ${result.exitCode}`}`,
+        `${shown} failed: ${saidOrQuoted(failure.reason, result.exitCode, result.stderr, result.stdout)}`,
         {argv, line: failure.line, exitCode: result.exitCode, stdout: result.stdout, refused: isChange && isOutrightRefusal(printed)},
         {exit: failure.exit, fix: fixFor(failure.code)},
       )

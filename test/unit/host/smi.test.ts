@@ -125,6 +125,19 @@ describe('Smi', () => {
     })
   })
 
+  test('output it does not know is quoted short and printable, with its size, never raw', async () => {
+    const binary = `\u001b[2J\u0000${'\ufffd'.repeat(500)}\nmore`
+    const smi = new Smi(new ScriptedExecutor({exitCode: 1, stdout: binary}), {path: 'nvidia-smi', sudo: false})
+    const error = await failureOf(smi.read(['-q']))
+    expect(error.code).toBe('SMI_FAILED')
+    expect(error.message).toBe('nvidia-smi -q failed: exit status 1, "?\\nmore" (510 bytes)')
+  })
+
+  test('a message in one short printable line reads as it is', async () => {
+    const smi = new Smi(new ScriptedExecutor({exitCode: 1, stderr: 'Failed to initialize NVML: Unknown Error'}), {path: 'nvidia-smi', sudo: false})
+    expect((await failureOf(smi.read(['-L']))).message).toBe('nvidia-smi -L failed: Unknown Error')
+  })
+
   test('a hang past timeoutMs is SMI_TIMEOUT', async () => {
     const smi = new Smi(new ScriptedExecutor({exitCode: 124, timedOut: true}), {path: 'nvidia-smi', sudo: false, timeoutMs: 50})
     const error = await failureOf(smi.read(['-q']))
