@@ -1,8 +1,9 @@
 import createDebug from 'debug'
 
-import {StateError} from '../core/errors.js'
+import {addErrorNotes, StateError} from '../core/errors.js'
 import {DEBUG_NS, HOST_ENV} from '../core/names.js'
 import type {GpuControl} from '../host/gpu-control.js'
+import {isRefusedChange} from '../host/smi-error.js'
 import type {HostGpu} from '../host/types.js'
 import type {BookSession, GpuBook} from './gpu-book.js'
 import {type StepRegistry, stepFor} from './steps/registry.js'
@@ -24,7 +25,9 @@ export function stepContext(gpu: GpuControl, book: GpuBook, session: BookSession
 
 /**
  * Runs the steps in order. Per step: read what is there, write the intent and that prior value to disk,
- * act, then mark it done. Nothing touches the GPU before its intent is on disk.
+ * act, then mark it done. Nothing touches the GPU before its intent is on disk. A step whose change nvidia-smi
+ * refused outright never happened: its intent leaves the journal, so that nothing undoes (or asks `recover` to
+ * undo) a change that was never made. Any other failure leaves the intent for the unwind to settle.
  */
 export async function runSteps(ctx: StepContext, persist: Persist, steps: readonly PlannedStep[], cancel: Cancellation): Promise<void> {
   for (const {impl, params} of steps) {
@@ -37,7 +40,14 @@ export async function runSteps(ctx: StepContext, persist: Persist, steps: readon
     ctx.session.journal.push(entry)
     persist()
     debug('%s: %s', ctx.session.name, impl.describe(params))
-    const result = await impl.apply(ctx, params, prior)
+    const result = await impl.apply(ctx, params, prior).catch((error: unknown) => {
+      if (isRefusedChange(error)) {
+        debug('%s: refused, never happened: %s', ctx.session.name, impl.describe(params))
+        ctx.session.journal.splice(ctx.session.journal.indexOf(entry), 1)
+        persist()
+      }
+      throw error
+    })
     // Test-only: GPU_COSPLAY_TEST_PAUSE_AFTER_STEP=<kind> sleeps after that step acted and before it is recorded
     // done, the widest crash window there is (the crash tests kill -9 there, for any step kind).
     if (process.env[HOST_ENV.testPauseAfterStep] === impl.kind) {
@@ -99,7 +109,7 @@ export async function completeOrUnwind(
     } catch (undoError) {
       notes.push(`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`)
     }
-    if (error instanceof Error && notes.length > 0) (error as Error & {notes?: string[]}).notes = notes
+    addErrorNotes(error, notes)
     throw error
   }
 }

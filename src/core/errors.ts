@@ -62,3 +62,20 @@ export class ContainerError extends CosplayError {
 export function isCosplayError(error: unknown): error is CosplayError {
   return error instanceof CosplayError
 }
+
+type Noted = Error & {notes?: unknown}
+
+/**
+ * Adds notes to an error on its way out (what a layer left behind while failing, e.g. "could not undo everything;
+ * run gpu-cosplay recover"). The error printer shows them with the error.
+ */
+export function addErrorNotes(error: unknown, notes: readonly string[]): void {
+  if (!(error instanceof Error) || notes.length === 0) return
+  ;(error as Noted).notes = [...errorNotes(error), ...notes]
+}
+
+/** The notes a layer added to this error (none for most). */
+export function errorNotes(error: unknown): string[] {
+  const notes = error instanceof Error ? (error as Noted).notes : undefined
+  return Array.isArray(notes) ? notes.filter((note): note is string => typeof note === 'string') : []
+}

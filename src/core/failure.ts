@@ -1,4 +1,4 @@
-import {isCosplayError} from './errors.js'
+import {errorNotes, isCosplayError} from './errors.js'
 
 /** A failure as it is reported: one line on stderr (or the error object under --json) and an exit code. */
 export type Failure = {code: string; message: string; fix: string[]; exit: number}
@@ -21,13 +21,15 @@ export function escapeControl(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => NAMED_ESCAPES[char] ?? `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }
 
+/** What failed, for the printer. Notes a layer added on the way out (what it left behind, "run gpu-cosplay recover") come first in the hint. */
 export function describeFailure(error: Error): Failure {
-  if (isCosplayError(error)) return {code: error.code, message: error.message, fix: error.fix, exit: error.exit}
+  const notes = errorNotes(error)
+  if (isCosplayError(error)) return {code: error.code, message: error.message, fix: [...notes, ...error.fix], exit: error.exit}
   const parseExit = (error as ParseFailure).oclif?.exit
   if (parseExit !== undefined && parseExit !== 0) {
     return {code: 'BAD_USAGE', message: usageLine(error.message), fix: ['see --help'], exit: 2}
   }
-  return {code: 'INTERNAL', message: `internal error: ${error.message}`, fix: ['rerun with DEBUG=gpu-cosplay* for details'], exit: 1}
+  return {code: 'INTERNAL', message: `internal error: ${error.message}`, fix: [...notes, 'rerun with DEBUG=gpu-cosplay* for details'], exit: 1}
 }
 
 /**

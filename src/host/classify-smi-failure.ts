@@ -78,6 +78,23 @@ export function classifySmiFailure(text: string, exitCode?: number): SmiFailure 
   return {code, exit: EXIT_BY_CODE[code], line, reason: line === null ? null : reasonOf(line)}
 }
 
+const TRAILER = /^Terminating early due to previous errors\.?$/i
+
+/**
+ * Whether a failed change was refused outright, so that it changed nothing: every line printed (besides the
+ * "Terminating early" trailer) is a refusal nvidia-smi or sudo names ("Insufficient Permissions", "a password is
+ * required", "Insufficient Resources", "In use by another client"...). A line of anything else (a success line of
+ * a -cgi that failed half-way, a "pending" warning, "All done.", an unknown error, nothing at all) leaves the
+ * outcome open: the change may have happened.
+ */
+export function isOutrightRefusal(text: string): boolean {
+  const lines = text
+    .split(/\r?\n/)
+    .map((raw) => raw.replace(/\s+/g, ' ').trim())
+    .filter((line) => line !== '' && !TRAILER.test(line))
+  return lines.length > 0 && lines.every((line) => !/^Warning\b|pending/i.test(line) && RULES.some((rule) => rule.pattern.test(line)))
+}
+
 /**
  * "Unable to create ... profile 9: Insufficient Resources" -> "Insufficient Resources". Only lines that open with
  * Unable/Failed/Warning/Error are cut, since elsewhere the head is the news ("No GPU instances found: Not Found").

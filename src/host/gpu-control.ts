@@ -2,11 +2,10 @@ import {HostError} from '../core/errors.js'
 import {joinMigDevices} from './join-mig-devices.js'
 import {type ListGpus, parseListGpus} from './parse-list-gpus.js'
 import {parseMigCreate} from './parse-mig-create.js'
-import {parseMigLci} from './parse-mig-lci.js'
 import {parseSmiTable} from './parse-smi-table.js'
-import {listGpuInstances, type ProbeOptions, probeHost} from './probe.js'
+import {listComputeInstances, listGpuInstances, type ProbeOptions, probeHost} from './probe.js'
 import type {Smi} from './smi.js'
-import {isSmiError} from './smi-error.js'
+import {isSmiError, smiUnparseable} from './smi-error.js'
 import type {ComputeInstance, GpuInstance, HostGpu, HostProbe, MigDevice} from './types.js'
 
 /**
@@ -89,17 +88,16 @@ export class SmiGpuControl implements GpuControl {
   /** `-L` lists MIG devices by device index, not GI ID; the default table maps the index to GI/CI. */
   async migDevices(): Promise<MigDevice[]> {
     const listed = parseListGpus(await this.smi.read(['-L']))
-    const table = parseSmiTable(await this.smi.read([]))
+    const text = await this.smi.read([])
+    const table = parseSmiTable(text)
+    // the table always has a row per GPU (none: nvidia-smi fails with "No devices were found"); without one, every
+    // MIG device would look unknown to it
+    if (table.gpus.length === 0) throw smiUnparseable('nvidia-smi', text)
     return joinMigDevices(listed, table)
   }
 
-  async computeInstances(gpuIndex: number, gpuInstanceId: number): Promise<ComputeInstance[]> {
-    try {
-      return parseMigLci(await this.smi.read(['mig', '-i', String(gpuIndex), '-gi', String(gpuInstanceId), '-lci']))
-    } catch (error) {
-      if (isSmiError(error, 'SMI_NOT_FOUND_INSTANCE')) return []
-      throw error
-    }
+  computeInstances(gpuIndex: number, gpuInstanceId: number): Promise<ComputeInstance[]> {
+    return listComputeInstances(this.smi, gpuIndex, gpuInstanceId)
   }
 
   async setMigMode(gpuIndex: number, enabled: boolean): Promise<MigModeChange> {
@@ -107,11 +105,12 @@ export class SmiGpuControl implements GpuControl {
   }
 
   async createGpuInstanceWithComputeInstance(gpuIndex: number, profileId: number): Promise<{gpuInstanceId: number; computeInstanceId: number | null}> {
-    const out = await this.smi.mutate(['mig', '-i', String(gpuIndex), '-cgi', String(profileId), '-C'])
+    const args = ['mig', '-i', String(gpuIndex), '-cgi', String(profileId), '-C']
+    const out = await this.smi.mutate(args)
     const created = parseMigCreate(out)
     const gi = created.find((c) => c.kind === 'gpu-instance')
     const ci = created.find((c) => c.kind === 'compute-instance')
-    if (!gi || !ci || ci.kind !== 'compute-instance') throw unreadable('mig -cgi -C', out)
+    if (!gi || !ci || ci.kind !== 'compute-instance') throw smiUnparseable(`nvidia-smi ${args.join(' ')}`, out)
     return {gpuInstanceId: gi.gpuInstanceId, computeInstanceId: ci.computeInstanceId}
   }
 
@@ -150,9 +149,4 @@ export function migModeChange(out: string): MigModeChange {
   if (/^\s*Enabled MIG Mode for GPU/im.test(out)) return 'enabled'
   if (/^\s*Disabled MIG Mode for GPU/im.test(out)) return 'disabled'
   return 'unknown'
-}
-
-function unreadable(command: string, out: string): HostError {
-  const first = out.split('\n').find((l) => l.trim()) ?? '(no output)'
-  return new HostError('SMI_UNPARSEABLE', `nvidia-smi ${command} succeeded but its output was not understood: ${first.trim()}`)
 }

@@ -6,6 +6,7 @@ import {HostError} from '../core/errors.js'
 import type {Executor} from '../core/executor.js'
 import {findExecutable} from '../core/find-executable.js'
 import {DEBUG_NS, HOST_ENV} from '../core/names.js'
+import {saidOrQuoted} from '../core/quote-output.js'
 
 const debug = createDebug(DEBUG_NS.host)
 
@@ -78,11 +79,11 @@ export class MpsControl {
   }
 
   private failure(what: string, dirs: MpsDirectories, result: {exitCode: number; stdout: string; stderr: string}): HostError {
-    const said =
-      `${result.stderr}\n${result.stdout}`
-        .split('\n')
-        .map((l) => l.trim())
-        .find((l) => l !== '') ?? `exit ${result.exitCode}`
+    const first = `${result.stderr}\n${result.stdout}`
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l !== '')
+    const said = saidOrQuoted(first ?? null, result.exitCode, result.stderr, result.stdout)
     return new HostError('MPS_FAILED', `could not ${what} (pipe directory ${dirs.pipe}): ${said}`, {
       fix: [`look at its log: ${path.join(dirs.log, 'control.log')}`],
     })

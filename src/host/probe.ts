@@ -1,10 +1,12 @@
 import {HostError} from '../core/errors.js'
+import {quoteOutput} from '../core/quote-output.js'
+import {parseMigLci} from './parse-mig-lci.js'
 import {parseMigLgi} from './parse-mig-lgi.js'
 import {parseMigLgip} from './parse-mig-lgip.js'
 import {parseSmiQuery, type SmiQueryGpu} from './parse-smi-query.js'
 import type {Smi} from './smi.js'
-import {isSmiError} from './smi-error.js'
-import type {GpuInstance, HostGpu, HostProbe, MigProfile} from './types.js'
+import {isSmiError, smiUnparseable} from './smi-error.js'
+import type {ComputeInstance, GpuInstance, HostGpu, HostProbe, MigProfile} from './types.js'
 
 const QUERY_ARGS = ['-q']
 const LGIP_ARGS = ['mig', '-lgip']
@@ -53,7 +55,7 @@ export async function probeHost(smi: Smi, options: ProbeOptions = {}): Promise<H
         fix: ['check that the NVIDIA driver sees the GPU: nvidia-smi -L'],
       })
     }
-    throw unparseable('nvidia-smi -q', queryText)
+    throw smiUnparseable('nvidia-smi -q', queryText)
   }
   // one block when `only` is given: the GPU asked for, at its index; else every GPU, at its position
   const gpus = query.gpus
@@ -92,7 +94,7 @@ const GPU_UUID = /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
  */
 function keyed(gpu: SmiQueryGpu): KeyedGpu {
   if (gpu.uuid !== null && GPU_UUID.test(gpu.uuid)) return {...gpu, uuid: gpu.uuid}
-  const what = gpu.uuid === null ? 'without its GPU UUID' : `with an incomplete GPU UUID (${gpu.uuid.slice(0, 60)})`
+  const what = gpu.uuid === null ? 'without its GPU UUID' : `with an incomplete GPU UUID ${quoteOutput(gpu.uuid)}`
   throw new HostError('SMI_INCOMPLETE', `nvidia-smi -q printed GPU ${gpu.index} (bus ${gpu.busId}) ${what}; its output looks cut off`, {
     fix: ['run nvidia-smi -q by hand and check that it completes; a driver or GPU in trouble may need an administrator'],
   })
@@ -137,6 +139,16 @@ export async function listGpuInstances(smi: Smi, gpuIndex: number): Promise<GpuI
 }
 
 /**
+ * One GPU instance's compute instances (`mig -lci`): none when it has none, or is gone; output that is neither a
+ * table nor such a message is an error, never "no compute instances" (undo would then leave them behind).
+ */
+export async function listComputeInstances(smi: Smi, gpuIndex: number, gpuInstanceId: number): Promise<ComputeInstance[]> {
+  const args = ['mig', '-i', String(gpuIndex), '-gi', String(gpuInstanceId), '-lci']
+  const none = /No (GPU|compute) instances? found|\bNot Found\b/i
+  return (await listing(smi, args, parseMigLci, none, /Compute instances:/, {degrade: false})) ?? []
+}
+
+/**
  * Runs one MIG listing. Its "nothing here" message counts as an empty list even though nvidia-smi exits
  * non-zero with it; a refusal the probe can live without yields null (unless degrade is false); text that is
  * neither a table nor that message is an error, so a changed format never reads as "no instances".
@@ -158,24 +170,6 @@ async function listing<T>(
     throw error
   }
   const rows = parse(text)
-  if (rows.length === 0 && !empty.test(text) && !header.test(text)) throw unparseable(`nvidia-smi ${args.join(' ')}`, text)
+  if (rows.length === 0 && !empty.test(text) && !header.test(text)) throw smiUnparseable(`nvidia-smi ${args.join(' ')}`, text)
   return rows
-}
-
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const TERMINAL_ESCAPE = /\u001b\[[0-9;?]*[ -/]*[@-~]/g
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/g
-
-function unparseable(command: string, text: string): HostError {
-  // Terminal escapes and control characters in garbage output would corrupt the one-line message.
-  const printable = (line: string) => line.replace(TERMINAL_ESCAPE, '').replace(CONTROL_CHARACTER, '').trim()
-  const firstLine =
-    text
-      .split(/\r?\n/)
-      .map(printable)
-      .find((line) => line !== '') ?? '(no output)'
-  return new HostError('SMI_UNPARSEABLE', `${command} printed something this version cannot read: ${firstLine.slice(0, 120)}`, {
-    fix: ['report the driver version (nvidia-smi --version) and this output; rerun with DEBUG=gpu-cosplay* for details'],
-  })
 }

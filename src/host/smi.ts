@@ -1,8 +1,9 @@
 import createDebug from 'debug'
 import {DEBUG_NS, HOST_ENV} from '../core/names.js'
 import type {ExecResult, Executor} from '../core/executor.js'
-import {classifySmiFailure} from './classify-smi-failure.js'
-import {SmiError} from './smi-error.js'
+import {saidOrQuoted} from '../core/quote-output.js'
+import {classifySmiFailure, isOutrightRefusal} from './classify-smi-failure.js'
+import {SmiError, type SmiErrorDetails} from './smi-error.js'
 
 export {classifySmiFailure} from './classify-smi-failure.js'
 export type {SmiFailure, SmiFailureCode} from './classify-smi-failure.js'
@@ -43,15 +44,16 @@ export class Smi {
   }
 
   read(args: readonly string[]): Promise<string> {
-    return this.run([this.options.path, ...args], args)
+    return this.run([this.options.path, ...args], args, false)
   }
 
+  /** A change: its failure says whether it was refused outright (SmiError.refused), so that it changed nothing. */
   mutate(args: readonly string[]): Promise<string> {
     const argv = this.options.sudo ? ['sudo', '-n', this.options.path, ...args] : [this.options.path, ...args]
-    return this.run(argv, args)
+    return this.run(argv, args, true)
   }
 
-  private async run(argv: readonly string[], args: readonly string[]): Promise<string> {
+  private async run(argv: readonly string[], args: readonly string[], isChange: boolean): Promise<string> {
     this.calls += 1
     // Messages name the command as a user would type it; argv on the error keeps the real path and sudo.
     const shown = ['nvidia-smi', ...args].join(' ')
@@ -60,7 +62,7 @@ export class Smi {
     try {
       result = await this.executor.run(argv, {timeoutMs: this.options.timeoutMs ?? DEFAULT_SMI_TIMEOUT_MS})
     } catch (error) {
-      const failure = notStarted(error, argv, shown, argv[0])
+      const failure = notStarted(error, {argv, line: null, exitCode: null, stdout: '', refused: isChange}, shown, argv[0])
       log('%o -> %s in %d ms', argv, failure.code, Date.now() - started)
       throw failure
     }
@@ -76,12 +78,13 @@ export class Smi {
     }
 
     if (result.exitCode !== 0) {
-      const failure = classifySmiFailure(`${result.stderr}\n${result.stdout}`, result.exitCode)
+      const printed = `${result.stderr}\n${result.stdout}`
+      const failure = classifySmiFailure(printed, result.exitCode)
       log('%o -> exit %d %s (%s) in %d ms', argv, result.exitCode, failure.code, failure.line, Date.now() - started)
       throw new SmiError(
         failure.code,
-        `${shown} failed: ${failure.reason ?? `exit status ${result.exitCode}`}`,
-        {argv, line: failure.line, exitCode: result.exitCode, stdout: result.stdout},
+        `${shown} failed: ${saidOrQuoted(failure.reason, result.exitCode, result.stderr, result.stdout)}`,
+        {argv, line: failure.line, exitCode: result.exitCode, stdout: result.stdout, refused: isChange && isOutrightRefusal(printed)},
         {exit: failure.exit, fix: fixFor(failure.code)},
       )
     }
@@ -91,10 +94,9 @@ export class Smi {
   }
 }
 
-/** Why the program could not be started at all, from the spawn error's errno, with what to do about it. */
-function notStarted(error: unknown, argv: readonly string[], shown: string, program: string): SmiError {
+/** Why the program could not be started at all, from the spawn error's errno, with what to do about it (a change not started changed nothing). */
+function notStarted(error: unknown, details: SmiErrorDetails, shown: string, program: string): SmiError {
   const errno = (error as NodeJS.ErrnoException | undefined)?.code
-  const details = {argv, line: null, exitCode: null, stdout: ''}
   if (errno === 'ENOENT') {
     return new SmiError('SMI_NOT_FOUND', `${program} was not found`, details, {
       cause: error,

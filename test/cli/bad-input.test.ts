@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
 
-import {baseEnv, cleanupTemps, type CliResult, runCli, Sim, stderrLines, tempDir} from './support/run-cli.js'
+import {baseEnv, cleanupTemps, type CliResult, runCli, runJson, Sim, stderrLines, tempDir} from './support/run-cli.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -49,6 +49,7 @@ const CASES: Case[] = [
   {name: 'nvidia-smi failing', args: ['plan', '3090'], exit: 3, code: 'SMI_FAILED', sim: (s) => void s.failNext({match: '-q'})},
   {name: 'nvidia-smi failing on mig -lgi', args: ['plan', '3090'], exit: 3, code: 'SMI_FAILED', sim: (s) => void s.failNext({match: '-lgi'})},
   {name: 'nvidia-smi printing garbage', args: ['plan', '3090'], exit: 3, code: 'SMI_UNPARSEABLE', sim: (s) => void s.set('garbage', true)},
+  {name: 'nvidia-smi printing binary to plan', args: ['plan', '3090'], exit: 3, code: 'SMI_UNPARSEABLE', sim: (s) => void s.set('garbage', 'binary')},
   {name: 'unknown command', args: ['plna', '3090'], exit: 2, code: 'UNKNOWN_COMMAND'},
   {name: 'extra argument to a command without arguments', args: ['ps', 'extra-arg'], exit: 2, code: 'BAD_USAGE'},
   {name: 'help for an unknown command', args: ['help', 'plna'], exit: 2, code: 'UNKNOWN_COMMAND'},
@@ -128,6 +129,36 @@ describe('specific fixes', () => {
     const result = runCli(['plan', '3090'], sim.env())
     // eslint-disable-next-line no-control-regex
     expect(result.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/)
+  })
+
+  it.each([true, 'binary'])('up with nvidia-smi -L printing garbage (%s): SMI_UNPARSEABLE like plan, not "no GPU 0", and nothing changes', (garbage) => {
+    const sim = Sim.create('h200', 1).set('garbage', garbage)
+    const before = sim.stateText()
+    const {exitCode, json} = runJson(['up', 't4', '--no-container'], sim.env())
+    expect({exitCode, error: json.error}).toMatchObject({exitCode: 3, error: {code: 'SMI_UNPARSEABLE', exit: 3}})
+    expect(json.error.message).toMatch(/^nvidia-smi -L printed something this version cannot read: /)
+    const text = runCli(['up', 't4', '--no-container'], sim.env())
+    expect(text.exitCode).toBe(3)
+    // up's progress line, then the error on one line
+    expect(stderrLines(text).filter((line) => !/^Applying /.test(line))).toEqual([`gpu-cosplay: ${json.error.message} (${json.error.fix.join('; ')})`])
+    expect(sim.calls().filter((call) => call.argv.some((a) => /^-(cgi|cci|dci|dgi|mig|lgc|rgc|pl|pm)$/.test(a)))).toEqual([])
+    expect(sim.stateText()).toBe(before)
+  })
+
+  it.each([
+    ['up', ['up', 't4', '--no-container']],
+    ['plan', ['plan', '3090']],
+  ])('%s: binary from nvidia-smi is quoted as a short, printable excerpt that says how long the output was', (_command, args) => {
+    const sim = Sim.create('h200', 1).set('garbage', 'binary')
+    const {json} = runJson(args, sim.env())
+    expect(json.error).toMatchObject({code: 'SMI_UNPARSEABLE', exit: 3})
+    expect(json.error.message).toMatch(/\b4094 bytes\b/)
+    expect(json.error.message.length).toBeLessThan(400)
+    // no control character, escaped or not, and no stand-in for invalid UTF-8
+    // eslint-disable-next-line no-control-regex
+    expect(json.error.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f\ufffd]|\\e|\\x[0-9a-f]{2}/)
+    // eslint-disable-next-line no-control-regex
+    expect(runCli(args, sim.env()).stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\ufffd]/)
   })
 
   it('an unknown command suggests the closest one, without gluing its arguments to the name', () => {

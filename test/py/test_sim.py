@@ -265,6 +265,15 @@ class TestWrites(SimCase):
         self.assertEqual(self.smi("-q", env=env).returncode, 0)  # reads still work
         self.assertEqual(self.smi("-i", "0", "-pl", "500", env=dict(self.env, GPU_COSPLAY_SIM_EUID="0")).returncode, 0)
 
+    def test_require_root_for_some_changes(self):
+        self.sim_set("require_root", ["-cgi"])
+        env = dict(self.env, GPU_COSPLAY_SIM_EUID="1000")
+        self.assertEqual(self.smi("-i", "0", "-mig", "1", env=env).returncode, 0)
+        r = self.smi("mig", "-i", "0", "-cgi", "19", "-C", env=env)
+        self.assertEqual(r.returncode, 4)
+        self.assertIn("Unable to create a GPU instance on GPU  0 using profile 19: Insufficient Permissions", r.stderr)
+        self.assertEqual(self.dump()["gpus"][0]["gis"], [])
+
     def test_l40s_no_mig(self):
         self.ok("--sim-init", "--model", "l40s", "--gpus", "1")
         r = self.smi("-i", "0", "-mig", "1")
@@ -312,6 +321,15 @@ class TestHarness(SimCase):
         self.sim_set("garbage", True)
         out = self.ok("mig", "-lgip")
         self.assertNotIn("GPU instance profiles", out)
+
+    def test_binary_garbage(self):
+        self.sim_set("garbage", "binary")
+        r = subprocess.run([sys.executable, SIM, "-L"], env=self.env, stdout=subprocess.PIPE, timeout=10)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(len(r.stdout), 4094)
+        self.assertIn(b"\x00", r.stdout)
+        with self.assertRaises(UnicodeDecodeError):
+            r.stdout.decode("utf-8")
 
     def test_concurrent_creates(self):
         self.ok("-mig", "1")

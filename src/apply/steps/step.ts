@@ -25,7 +25,11 @@ export interface StepImpl {
   describe(params: Json): string
   /** What is there now, recorded before acting; null when there is nothing to do for this session. */
   readPrior(ctx: StepContext, params: Json): Promise<Json | null>
-  /** Acts; returns what undo needs (IDs). A half-done apply removes its own effect before throwing. */
+  /**
+   * Acts; returns what undo needs (IDs). A half-done apply removes its own effect before throwing. It lets a refused
+   * nvidia-smi change (SmiError.refused) escape only when that was its first change: the engine then drops the
+   * intent, since nothing of the step happened (a later change's refusal must be wrapped, so that undo runs).
+   */
   apply(ctx: StepContext, params: Json, prior: Json): Promise<Json>
   /** Reverts. Tolerates the effect being gone already; for an entry still `intended` it first finds out whether it happened. */
   undo(ctx: StepContext, entry: JournalEntry): Promise<void>

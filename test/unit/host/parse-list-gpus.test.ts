@@ -1,5 +1,6 @@
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
+import {isCosplayError} from '../../../src/core/errors.js'
 import {parseListGpus} from '../../../src/host/parse-list-gpus.js'
 
 const fixture = (name: string) => readFileSync(join('test/fixtures/nvidia-smi', name), 'utf8')
@@ -78,5 +79,29 @@ describe('parseListGpus', () => {
       profileName: '1g.5gb',
       uuid: 'MIG-83e71a6c-f0c3-5dfc-8577-6e8b17885e1f',
     })
+  })
+
+  const h100 = fixture('h100-pcie-80gb__L-mig.txt')
+  test.each([
+    {what: 'garbage', text: '\u001b[?25l%%%% NVML ????? GPU 0x7f3a: <binary>\nsegmentation? MIG 9g.999gb  ID -1  7/0\n'},
+    {what: 'nothing', text: ''},
+    {what: 'a GPU line cut off', text: h100.replace(/\(UUID: GPU-7cd6d4d6.*\)/, '(UUID: GPU-7cd6')},
+    {what: 'a MIG line in a format not known', text: h100.replace('Device  1:', 'Dev#1:')},
+    {what: 'a MIG line without its GPU', text: h100.split('\n').slice(1).join('\n')},
+  ])('$what: SMI_UNPARSEABLE (exit 3), never an empty or partial list', ({text}) => {
+    let error: unknown = null
+    try {
+      parseListGpus(text)
+    } catch (caught) {
+      error = caught
+    }
+    expect(isCosplayError(error) && [error.code, error.exit]).toEqual(['SMI_UNPARSEABLE', 3])
+    expect((error as Error).message).toMatch(/^nvidia-smi -L printed something this version cannot read: .* \(\d+ bytes?\)$|no output$/)
+  })
+
+  test('lines that are no entry (a driver warning) are passed over', () => {
+    const listed = parseListGpus(`Unable to determine the device handle for GPU0000:9A:00.0: Unknown Error\n${fixture('a30__L-mig-3-devices.txt')}`)
+    expect(listed.gpus.map((gpu) => gpu.index)).toEqual([0])
+    expect(listed.migDevices).toHaveLength(3)
   })
 })

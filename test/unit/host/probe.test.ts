@@ -2,7 +2,8 @@ import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import type {ExecResult, Executor} from '../../../src/core/executor.js'
 import {isCosplayError} from '../../../src/core/errors.js'
-import {listGpuInstances, probeHost} from '../../../src/host/probe.js'
+import {SmiGpuControl} from '../../../src/host/gpu-control.js'
+import {listComputeInstances, listGpuInstances, probeHost} from '../../../src/host/probe.js'
 import {Smi} from '../../../src/host/smi.js'
 
 const fixture = (name: string) => readFileSync(join('test/fixtures/nvidia-smi', name), 'utf8')
@@ -274,5 +275,35 @@ describe('listGpuInstances (what undo and restore look for)', () => {
   test('a refusal is an error here, not a degraded "unknown"', async () => {
     const executor = new FixtureExecutor({'mig -lgi -i 0': {stdout: '', stderr: 'Insufficient Permissions\n', exitCode: 4}})
     await expect(listGpuInstances(smiFor(executor), 0)).rejects.toMatchObject({code: 'SMI_PERMISSION'})
+  })
+})
+
+describe('listComputeInstances (what undo destroys before its GPU instance)', () => {
+  const lci = 'mig -i 0 -gi 3 -lci'
+
+  test('garbage is SMI_UNPARSEABLE, never "no compute instances"', async () => {
+    const executor = new FixtureExecutor({[lci]: {stdout: '\u001b[?25l%%%% NVML ????? <binary>\n'}})
+    await expect(listComputeInstances(smiFor(executor), 0, 3)).rejects.toMatchObject({code: 'SMI_UNPARSEABLE', exit: 3})
+  })
+
+  test('a table is read; "No compute instances found" and a GPU instance gone are none', async () => {
+    const table = new FixtureExecutor({[lci]: {stdout: fixture('h100-sxm-80gb__mig-lci-2ci.txt')}})
+    expect((await listComputeInstances(smiFor(table), 0, 3)).map((ci) => [ci.gpuInstanceId, ci.id])).toEqual([
+      [3, 0],
+      [2, 0],
+    ])
+    for (const stdout of ['No compute instances found: Not Found\n', fixture('gh200-96gb__mig-dci-no-gpu-instances-found.txt')]) {
+      expect(await listComputeInstances(smiFor(new FixtureExecutor({[lci]: {stdout, exitCode: 6}})), 0, 3)).toEqual([])
+    }
+  })
+})
+
+describe('SmiGpuControl.migDevices', () => {
+  test('a default table printed as garbage is SMI_UNPARSEABLE, not MIG devices of unknown GI', async () => {
+    const executor = new FixtureExecutor({'-L': {stdout: fixture('h100-pcie-80gb__L-mig.txt')}, '': {stdout: 'NVSMI LOG ???? <binary>\n'}})
+    await expect(new SmiGpuControl(smiFor(executor)).migDevices()).rejects.toMatchObject({
+      code: 'SMI_UNPARSEABLE',
+      message: expect.stringMatching(/^nvidia-smi printed/),
+    })
   })
 })

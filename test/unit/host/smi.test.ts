@@ -80,6 +80,64 @@ describe('Smi', () => {
     expect(error.cause).toBe(denied)
   })
 
+  describe('a failed change says whether it was refused outright (it changed nothing)', () => {
+    const changeFailing = (answer: ConstructorParameters<typeof ScriptedExecutor>[0]) =>
+      failureOf(new Smi(new ScriptedExecutor(answer), {path: 'nvidia-smi', sudo: true}).mutate(['-i', '0', '-pm', '1']))
+
+    test.each([
+      {
+        what: 'Insufficient Permissions',
+        answer: {
+          exitCode: 4,
+          stdout: 'Failed to set persistence mode for GPU 00000000:18:00.0: Insufficient Permissions\nTerminating early due to previous errors.\n',
+        },
+      },
+      {what: 'sudo wanting a password', answer: {exitCode: 1, stderr: 'sudo: a password is required\n'}},
+      {what: 'no free slot', answer: {exitCode: 2, stdout: fixture('gh200-96gb__mig-cgi-error-insufficient-resources.txt')}},
+    ])('refused: $what', async ({answer}) => {
+      expect((await changeFailing(answer)).refused).toBe(true)
+    })
+
+    test('refused: a program that could not be started', async () => {
+      expect((await changeFailing(Object.assign(new Error('spawn sudo ENOENT'), {code: 'ENOENT'}))).refused).toBe(true)
+    })
+
+    test.each([
+      {
+        what: 'a -cgi list that made instances before it failed',
+        answer: {exitCode: 2, stdout: fixture('a100-sxm4-40gb__mig-cgi-19-19-14-9-insufficient-resources.txt')},
+      },
+      {what: 'MIG mode left pending', answer: {exitCode: 1, stdout: fixture('a100-pcie-80gb__mig-1-pending-in-use-by-another-client.txt')}},
+      {what: 'an unknown error', answer: {exitCode: 1, stderr: 'Failed to initialize NVML: Unknown Error\n'}},
+      {what: 'nothing printed', answer: {exitCode: 1}},
+      {what: 'a timeout', answer: {exitCode: 124, timedOut: true}},
+      {what: 'an exit status alone', answer: {exitCode: 4, stdout: 'something odd happened\n'}},
+    ])('outcome open: $what', async ({answer}) => {
+      expect((await changeFailing(answer)).refused).toBe(false)
+    })
+
+    test('a read is never a refused change', async () => {
+      const smi = new Smi(new ScriptedExecutor({exitCode: 4, stdout: 'Unable to list GPU instances: Insufficient Permissions\n'}), {
+        path: 'nvidia-smi',
+        sudo: false,
+      })
+      expect((await failureOf(smi.read(['mig', '-lgi']))).refused).toBe(false)
+    })
+  })
+
+  test('output it does not know is quoted short and printable, with its size, never raw', async () => {
+    const binary = `\u001b[2J\u0000${'\ufffd'.repeat(500)}\nmore`
+    const smi = new Smi(new ScriptedExecutor({exitCode: 1, stdout: binary}), {path: 'nvidia-smi', sudo: false})
+    const error = await failureOf(smi.read(['-q']))
+    expect(error.code).toBe('SMI_FAILED')
+    expect(error.message).toBe('nvidia-smi -q failed: exit status 1, "?\\nmore" (510 bytes)')
+  })
+
+  test('a message in one short printable line reads as it is', async () => {
+    const smi = new Smi(new ScriptedExecutor({exitCode: 1, stderr: 'Failed to initialize NVML: Unknown Error'}), {path: 'nvidia-smi', sudo: false})
+    expect((await failureOf(smi.read(['-L']))).message).toBe('nvidia-smi -L failed: Unknown Error')
+  })
+
   test('a hang past timeoutMs is SMI_TIMEOUT', async () => {
     const smi = new Smi(new ScriptedExecutor({exitCode: 124, timedOut: true}), {path: 'nvidia-smi', sudo: false, timeoutMs: 50})
     const error = await failureOf(smi.read(['-q']))
