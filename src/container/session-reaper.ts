@@ -17,8 +17,9 @@ export async function reapNow(deps: BookStoreDeps, policy: SessionPolicy, option
     ...deps,
     policy,
     now: options.now,
-    notify: (session, message) => containerNotifier(docker())(session, message),
-    logins: (session) => containerLogins(docker(), options.now)(session),
+    // Docker is reached only for sessions with a container
+    notify: async (session, message) => (session.container ? containerNotifier(docker())(session, message) : undefined),
+    logins: async (session) => (session.container ? containerLogins(docker(), options.now)(session) : null),
   })
 }
 
