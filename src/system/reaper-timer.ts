@@ -119,9 +119,5 @@ function readIfFile(file: string): string | null {
 }
 
 function isDir(dir: string): boolean {
-  try {
-    return fs.statSync(dir).isDirectory()
-  } catch {
-    return false
-  }
+  return fs.statSync(dir, {throwIfNoEntry: false})?.isDirectory() === true
 }
