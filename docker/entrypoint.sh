@@ -113,6 +113,7 @@ write_session_env() {
       esac
     fi
   fi
+  printf '%s' "$LOGIN_NOTICE" >>"$profile.tmp"
   mv "$ssh_env.tmp" "$ssh_env"
   chmod 0600 "$ssh_env"
   mv "$profile.tmp" "$profile"
@@ -120,6 +121,14 @@ write_session_env() {
   local IFS=,
   printf '%s\n' "${allowed[*]:-none}" >"$ROOT/etc/gpu-cosplay/permit-user-environment"
 }
+
+# Fair share (gpu-cosplay's reaper, apply/reap.ts): a login counts as use of the session (idle reclaim reads the mtime of
+# /tmp/gpu-cosplay/last-login), and an interactive shell shows the notice the reaper left when the session ends soon
+# (container/session-notice.ts writes it, as the session user). Nothing is printed for `ssh host cmd`, scp or an IDE.
+LOGIN_NOTICE='# gpu-cosplay: a login counts as use; an interactive shell shows a notice of the session'"'"'s end
+{ mkdir -p /tmp/gpu-cosplay && : >/tmp/gpu-cosplay/last-login; } 2>/dev/null || true
+case $- in *i*) if [ -r /tmp/gpu-cosplay/notice ]; then cat /tmp/gpu-cosplay/notice; fi ;; esac
+'
 
 # Bash started by sshd for `ssh host cmd` reads /etc/bash.bashrc (Debian, Ubuntu) but not BASH_ENV: source it there,
 # first, before the file's own "not interactive: return". Idempotent; nothing when the file does not exist.

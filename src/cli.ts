@@ -7,6 +7,7 @@ import Calibrate from './commands/calibrate.js'
 import Doctor from './commands/doctor.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
+import Extend from './commands/extend.js'
 import Help from './commands/help.js'
 import Info from './commands/info.js'
 import LeaseHold from './commands/lease/hold.js'
@@ -23,6 +24,7 @@ import Ssh from './commands/ssh.js'
 import SshConfig from './commands/ssh-config.js'
 import Status from './commands/status.js'
 import SystemInstall from './commands/system/install.js'
+import SystemReap from './commands/system/reap.js'
 import SystemStatus from './commands/system/status.js'
 import SystemUninstall from './commands/system/uninstall.js'
 import Up from './commands/up.js'
@@ -35,6 +37,7 @@ export const COMMANDS = {
   doctor: Doctor,
   down: Down,
   exec: Exec,
+  extend: Extend,
   help: Help,
   info: Info,
   'lease:hold': LeaseHold,
@@ -51,6 +54,7 @@ export const COMMANDS = {
   'ssh-config': SshConfig,
   status: Status,
   'system:install': SystemInstall,
+  'system:reap': SystemReap,
   'system:status': SystemStatus,
   'system:uninstall': SystemUninstall,
   up: Up,

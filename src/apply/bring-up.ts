@@ -1,5 +1,6 @@
 import type {Catalog, Target} from '../catalog/types.js'
 import {StateError} from '../core/errors.js'
+import type {Quota} from '../core/session-policy.js'
 import type {GpuControl} from '../host/gpu-control.js'
 import type {ListGpus} from '../host/parse-list-gpus.js'
 import {pickGpu} from '../host/pick-gpu.js'
@@ -10,6 +11,7 @@ import type {GpuWideRequest, Objective, Plan} from '../plan/types.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
 import {type GpuBook, heldSettings, newSessionBase, type SessionRecord} from './gpu-book.js'
+import {assertWithinQuota, holdingOf, slicesOf, withQuotaLock} from './quota-check.js'
 import {assertSessionName, releaseName, reserveAutoName, reserveName} from './session-names.js'
 import {createGpuInstance} from './steps/instance-steps.js'
 import {enableMig, lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
@@ -43,6 +45,10 @@ export type UpRequest = {
   readonly beforeChanges?: () => Promise<void>
   /** steps of later layers (the container), run once the instance exists (before the GPU-wide settings), in the same journal */
   readonly extraSteps?: (session: SessionRecord, live: HostGpu) => PlannedStep[]
+  /** the session ends by itself this long after it is recorded (core/session-policy.ts resolveTtlMs); null or absent: never */
+  readonly ttlMs?: number | null
+  /** the owner's quota (core/session-policy.ts quotaFor); null or absent: none (root, or a box without quotas) */
+  readonly quota?: Quota | null
 }
 
 export type UpDeps = BookStoreDeps & {
@@ -107,6 +113,9 @@ async function bringUpLocked(
 ): Promise<ActiveSession> {
   const {book, persist} = open
   const host = planHostFromProbe(open.live, hostModelFor(deps.catalog, open.live), {mpsAvailable: request.mpsAvailable})
+  const quota = request.quota ?? null
+  // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
+  if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, book), 0)
   const plan = planOnGpu(request.target, host, request.objective, heldSettings(book), {strict: request.strict, ...request.gpuWide})
   await beforeChanges()
   const session: SessionRecord = {
@@ -114,9 +123,15 @@ async function bringUpLocked(
     target: {key: request.target.key, name: request.target.name},
     plan,
     mig: plan.mig && {profile: plan.mig.profile, profileId: plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null},
+    ...(request.ttlMs ? {expiresAt: new Date(Date.now() + request.ttlMs).toISOString()} : {}),
   }
-  book.sessions[name] = session
-  persist()
+  const record = async () => {
+    if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, book), slicesOf(session))
+    book.sessions[name] = session
+    persist()
+  }
+  // counted and recorded under the box's quota lock: a concurrent up on another GPU sees this session or waits
+  await (quota ? withQuotaLock(deps.stateDir, record) : record())
 
   const ctx = open.contextFor(session)
   const notes = [...open.notes]

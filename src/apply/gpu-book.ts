@@ -91,6 +91,12 @@ const sessionBase = {
     .nullable(),
   container: containerRecord.nullable(),
   journal: z.array(journalEntry),
+  /** when the session is ended by the reaper (up --ttl, the box's default TTL, extend); absent: never */
+  expiresAt: z.string().optional(),
+  /** when its users were told it ends soon (TTL or idle reclaim); cleared by extend and by new activity */
+  warnedAt: z.string().optional(),
+  /** the last time the reaper saw it in use (a compute process of its own on its slice, an ssh login) */
+  activeAt: z.string().optional(),
 }
 
 /**

@@ -27,6 +27,23 @@ export type BoxConfig = {
   readonly engine: string
   /** `up --sudo` may give the session user sudo in the container (and with it root over their mounts) */
   readonly allowContainerSudo: boolean
+  /**
+   * Fair share (all optional, absent: no limit; see session-policy.ts). Durations as typed (`8h`, `90s`): the TTL an
+   * `up` without --ttl gets, the longest one it may ask for (and extend to), and how long a session may sit idle.
+   */
+  readonly defaultTtl?: string | null
+  readonly maxTtl?: string | null
+  readonly idleReclaim?: string | null
+  readonly quotas?: BoxQuotas
+}
+
+/** How much one user may hold at once (null or absent: no limit). */
+export type QuotaLimits = {readonly sessions?: number | null; readonly slices?: number | null}
+
+/** The box's default for every member, with overrides per group (its members each get it) and per user. */
+export type BoxQuotas = QuotaLimits & {
+  readonly groups?: Readonly<Record<string, QuotaLimits>>
+  readonly users?: Readonly<Record<string, QuotaLimits>>
 }
 
 let engineConfig: BoxConfig | null = null

@@ -3,9 +3,18 @@ import {load} from 'js-yaml'
 import {z} from 'zod'
 
 import {BOX_CONFIG_FILE, type BoxConfig} from './box-config.js'
+import {durationMs} from './duration.js'
 import {readTextIfExists, UnsafeFileError} from './json-file.js'
 
 const absolutePath = z.string().regex(/^\/[^\0\n]*$/, 'an absolute path')
+const duration = z
+  .string()
+  .refine((text) => durationMs(text) !== null, 'a duration such as 90s, 30m, 8h or 1h30m')
+  .nullable()
+  .optional()
+const limit = z.number().int().nonnegative().nullable().optional()
+const quotaLimits = z.strictObject({sessions: limit, slices: limit})
+const name = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}\$?$/, 'a user or group name')
 
 const BoxConfigSchema = z.strictObject({
   version: z.literal(1),
@@ -18,6 +27,14 @@ const BoxConfigSchema = z.strictObject({
   engine: absolutePath,
   /** `up --sudo` may give the session user sudo in the container (and with it root over their mounts) */
   allowContainerSudo: z.boolean(),
+  /** fair share: optional, so a configuration written before it is read as it was (no limits) */
+  defaultTtl: duration,
+  maxTtl: duration,
+  idleReclaim: duration,
+  quotas: quotaLimits
+    .extend({groups: z.record(name, quotaLimits).optional(), users: z.record(name, quotaLimits).optional()})
+    .strict()
+    .optional(),
 })
 
 export type BoxConfigRead = {ok: true; config: BoxConfig} | {ok: false; why: string} | null

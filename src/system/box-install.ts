@@ -13,14 +13,17 @@ import {dump} from 'js-yaml'
 import {listSessions} from '../apply/book-store.js'
 import {BOX_CONFIG_DIR, BOX_CONFIG_FILE, type BoxConfig} from '../core/box-config.js'
 import {readBoxConfig} from '../core/read-box-config.js'
+import {parseDuration} from '../core/duration.js'
 import {InputError, StateError} from '../core/errors.js'
 import type {Executor} from '../core/executor.js'
 import {findExecutable} from '../core/find-executable.js'
+import {LocalExecutor} from '../core/local-executor.js'
 import {readTextIfExists, UnsafeFileError, writeTextAtomic} from '../core/json-file.js'
 import {ensureDirMode} from '../core/settle-dir.js'
 import {SHARED_STATE_DIR} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
 import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SUDOERS_PATH} from './entry-point.js'
+import {installReaper, removeReaper} from './reaper-timer.js'
 import {whyNotRootOnly, whyNotRootsEntry, whyTreeNotRootOnly} from './trusted-path.js'
 
 export const DEFAULT_GROUP = 'gpu-cosplay'
@@ -32,6 +35,13 @@ export type InstallRequest = {
   nvidiaSmi?: string
   mpsControl?: string
   allowContainerSudo?: boolean
+  /** fair share: a duration (`8h`), or 'none' to remove the setting; absent: kept */
+  defaultTtl?: string
+  maxTtl?: string
+  idleReclaim?: string
+  /** the box's quota per member: a count, or 'none'; per-group and per-user overrides are edited in the YAML */
+  quotaSessions?: string
+  quotaSlices?: string
 }
 
 export type InstallItem = {what: string; path: string; action: 'created' | 'updated' | 'unchanged'}
@@ -68,11 +78,15 @@ export async function installBox(request: InstallRequest, executor: Executor): P
   ensureRootDir(path.dirname(ENGINE_PATH))
   items.push(writeIfChanged('engine entry point', ENGINE_PATH, renderEntryPoint(nodePath, runJs), 0o755))
   items.push(await writeSudoers(renderSudoers(config.group, config.engine), executor))
+  const reaper = await installReaper(config.engine, executor)
+  items.push(...reaper.items)
+  if (reaper.kind === 'none')
+    notes.push('neither systemd nor cron runs here: no reaper ends sessions at their TTL or idle (run gpu-cosplay system reap from a scheduler of yours)')
   if (config.allowContainerSudo) notes.push('up --sudo is allowed: a session with sudo has root over everything mounted into its container')
   return {config, items, notes}
 }
 
-export async function uninstallBox(): Promise<UninstallResult> {
+export async function uninstallBox(executor: Executor = new LocalExecutor()): Promise<UninstallResult> {
   assertRoot('system uninstall')
   const read = readBoxConfig()
   const config = read?.ok ? read.config : null
@@ -91,6 +105,7 @@ export async function uninstallBox(): Promise<UninstallResult> {
       removed.push(file)
     }
   }
+  removed.push(...(await removeReaper(executor)))
   for (const dir of [path.dirname(ENGINE_PATH), BOX_CONFIG_DIR]) {
     try {
       fs.rmdirSync(dir)
@@ -120,6 +135,7 @@ function resolveConfig(request: InstallRequest, before: BoxConfig | null): BoxCo
     mpsControl: mpsControl ? path.resolve(mpsControl) : null,
     engine: ENGINE_PATH,
     allowContainerSudo: request.allowContainerSudo ?? before?.allowContainerSudo ?? false,
+    ...fairShareOf(request, before),
   }
   for (const [flag, file] of [
     ['--state-dir', config.stateDir],
@@ -148,9 +164,51 @@ function resolveConfig(request: InstallRequest, before: BoxConfig | null): BoxCo
   return config
 }
 
+/**
+ * The fair-share settings: each flag given replaces its setting ('none' removes it), the others are kept, as are the
+ * per-group and per-user quotas edited in the YAML. Absent settings are left out of the file (no limit).
+ */
+function fairShareOf(request: InstallRequest, before: BoxConfig | null): Partial<BoxConfig> {
+  const pick = <T>(given: string | undefined, flag: string, was: T | null | undefined, parse: (text: string, flag: string) => T): T | null => {
+    if (given === undefined) return was ?? null
+    return given === 'none' ? null : parse(given, flag)
+  }
+  const duration = (text: string, flag: string) => {
+    parseDuration(text, flag)
+    return text
+  }
+  const count = (text: string, flag: string) => {
+    if (!/^\d+$/.test(text)) throw new InputError('BAD_QUOTA', `${flag} ${text}: not a count (or none)`)
+    return Number(text)
+  }
+  const defaultTtl = pick(request.defaultTtl, '--default-ttl', before?.defaultTtl, duration)
+  const maxTtl = pick(request.maxTtl, '--max-ttl', before?.maxTtl, duration)
+  const idleReclaim = pick(request.idleReclaim, '--idle-reclaim', before?.idleReclaim, duration)
+  if (defaultTtl !== null && maxTtl !== null && parseDuration(defaultTtl, '--default-ttl') > parseDuration(maxTtl, '--max-ttl'))
+    throw new InputError('BAD_TTL', `the default TTL (${defaultTtl}) is longer than the maximum (${maxTtl})`)
+  const {groups, users} = before?.quotas ?? {}
+  const quotas = {
+    sessions: pick(request.quotaSessions, '--quota-sessions', before?.quotas?.sessions, count),
+    slices: pick(request.quotaSlices, '--quota-slices', before?.quotas?.slices, count),
+    ...(groups ? {groups} : {}),
+    ...(users ? {users} : {}),
+  }
+  const hasQuotas = quotas.sessions !== null || quotas.slices !== null || groups !== undefined || users !== undefined
+  return {
+    ...(defaultTtl !== null ? {defaultTtl} : {}),
+    ...(maxTtl !== null ? {maxTtl} : {}),
+    ...(idleReclaim !== null ? {idleReclaim} : {}),
+    ...(hasQuotas ? {quotas: Object.fromEntries(Object.entries(quotas).filter(([, v]) => v !== null))} : {}),
+  }
+}
+
 function renderConfig(config: BoxConfig): string {
   return `# gpu-cosplay on this box: written by \`gpu-cosplay system install\` (run it again to change a setting).
 # Root's alone: the engine takes the state directory and the programs it runs from here and nowhere else.
+# Fair share (optional; edit here or with system install --default-ttl/--max-ttl/--idle-reclaim/--quota-*):
+#   defaultTtl: 8h        maxTtl: 24h        idleReclaim: 2h        (durations: 90s, 30m, 8h, 1h30m, 2d)
+#   quotas: {sessions: 2, slices: 4, groups: {ml: {sessions: 4}}, users: {alice: {slices: 8}}}
+#   (a user's own entry, else the most generous of their groups', else the box's; root has none)
 ${dump(config, {lineWidth: -1})}`
 }
 

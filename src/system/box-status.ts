@@ -7,6 +7,7 @@ import type {Executor} from '../core/executor.js'
 import {readTextIfExists} from '../core/json-file.js'
 import {renderSudoers, SUDOERS_PATH} from './entry-point.js'
 import {groupId} from './engine-route.js'
+import {installedReaper, REAPER_PERIOD_S} from './reaper-timer.js'
 import {whyNotRootOnly, whyTreeNotRootOnly} from './trusted-path.js'
 
 export type BoxCheck = {name: string; status: 'ok' | 'missing' | 'warn'; detail: string; fix: string[]}
@@ -50,6 +51,7 @@ export async function boxStatus(executor: Executor): Promise<BoxStatus> {
   checks.push(rootOnly('nvidia-smi', config.nvidiaSmi))
   if (config.mpsControl !== null) checks.push(rootOnly('MPS control', config.mpsControl))
   checks.push(packageCheck(config.engine))
+  checks.push(reaperCheck(config.engine))
   const member = isRoot || gid === null ? null : (process.getgroups?.() ?? []).includes(gid)
   if (member === false)
     checks.push({
@@ -59,6 +61,19 @@ export async function boxStatus(executor: Executor): Promise<BoxStatus> {
       fix: [`ask an admin: sudo usermod -aG ${config.group} $USER`],
     })
   return {installed: true, healthy: checks.every((c) => c.status !== 'missing'), config, member, checks}
+}
+
+/** What ends sessions at their TTL when nobody runs a command (reaper-timer.ts). */
+function reaperCheck(engine: string): BoxCheck {
+  const found = installedReaper(engine)
+  if (found.kind === 'none')
+    return {
+      name: 'reaper',
+      status: 'warn',
+      detail: 'no reaper is installed: sessions outlive their TTL until a command runs (neither systemd nor cron was found at install)',
+      fix: [REINSTALL, `or run ${engine} system reap from a scheduler of yours`],
+    }
+  return {name: 'reaper', status: 'ok', detail: `${found.kind}: ${found.path} (every ${REAPER_PERIOD_S[found.kind]} s)`, fix: []}
 }
 
 function rootOnly(name: string, file: string): BoxCheck {

@@ -1,0 +1,38 @@
+import {Args, Flags} from '@oclif/core'
+
+import type {ExtendResult} from '../apply/session-clock.js'
+import {formatDuration} from '../core/duration.js'
+import {BaseCommand, escapeControl} from './support/base-command.js'
+import {hostFlag} from './support/host-flag.js'
+
+export type ExtendCommandResult = ExtendResult
+
+export default class Extend extends BaseCommand {
+  static summary = 'Move the end of a session with a TTL later'
+  static description = `A session started with up --ttl (or the box's default TTL) is ended by the reaper at its end, after its users were told (ten minutes before, or a fifth of a shorter lifetime). extend moves that end DURATION later; the time left afterwards may not exceed the box's maximum TTL (system install --max-ttl; root may). Only the session's owner (or root) may extend it. Changes nothing on the GPU.`
+  static examples = ['<%= config.bin %> extend alice-rtx_3090 --by 2h', '<%= config.bin %> extend alice-rtx_3090 --by 30m --json']
+  static args = {name: Args.string({description: 'session name; see gpu-cosplay ps', required: true})}
+  static flags = {by: Flags.string({description: 'how much later, e.g. 30m, 2h, 1h30m', required: true}), ...hostFlag}
+
+  async run(): Promise<ExtendCommandResult> {
+    const {args, flags} = await this.parse(Extend)
+    const remote = await this.forwardToHost(flags.host, renderExtend)
+    if (remote) return remote.result
+    const [{parseDuration}, {sessionPolicyOf}, {engineBoxConfig}, {applyContext}, {extendSession}] = await Promise.all([
+      import('../core/duration.js'),
+      import('../core/session-policy.js'),
+      import('../core/box-config.js'),
+      import('./support/apply-context.js'),
+      import('../apply/session-clock.js'),
+    ])
+    const byMs = parseDuration(flags.by, '--by')
+    const ctx = await applyContext({mutates: false})
+    const result = await extendSession(args.name, byMs, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, sessionPolicyOf(engineBoxConfig()), ctx.stateDir.dir)
+    if (!this.jsonEnabled()) this.log(renderExtend(result))
+    return result
+  }
+}
+
+export function renderExtend(r: ExtendCommandResult): string {
+  return `${escapeControl(r.name)} now ends at ${r.expiresAt} (${formatDuration(r.timeLeftMs)} left)`
+}

@@ -1,0 +1,20 @@
+/** The groups a user is in, from /etc/passwd (their primary group) and /etc/group (member lists), by name. */
+import {readFileSync} from 'node:fs'
+
+function linesOf(file: string): string[][] {
+  try {
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('#'))
+      .map((line) => line.split(':'))
+  } catch {
+    return []
+  }
+}
+
+export function groupNamesOf(user: string, uid: number, files = {passwd: '/etc/passwd', group: '/etc/group'}): string[] {
+  const primaryGid = linesOf(files.passwd).find((f) => f[0] === user || f[2] === String(uid))?.[3]
+  return linesOf(files.group)
+    .filter((f) => f[2] === primaryGid || (f[3] ?? '').split(',').includes(user))
+    .map((f) => f[0])
+}

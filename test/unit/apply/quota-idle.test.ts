@@ -1,0 +1,122 @@
+/**
+ * Issue 20: quotas refuse cleanly before any change, across GPUs and under concurrency; idle reclaim ends a session
+ * nobody uses (after a warning) and leaves a busy one. Over the nvidia-smi simulator.
+ */
+import {readdirSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {afterAll, describe, expect, it, jest} from '@jest/globals'
+
+import {bringUp} from '../../../src/apply/bring-up.js'
+import {listSessions} from '../../../src/apply/book-store.js'
+import {reapSessions} from '../../../src/apply/reap.js'
+import {idleSessions} from '../../../src/apply/session-clock.js'
+import {quotaFor, sessionPolicyOf} from '../../../src/core/session-policy.js'
+import {cleanupTemps} from '../../cli/support/run-cli.js'
+import {MUTATING} from '../../cli/support/run-cli-async.js'
+import {target} from '../plan/catalog-for-tests.js'
+import {ALICE, BOB, gpuPicture, simBox, upRequest} from './sim-deps.js'
+
+jest.setTimeout(60_000)
+afterAll(cleanupTemps)
+
+const mutations = (box: ReturnType<typeof simBox>) => box.sim.calls().filter((c) => MUTATING.test(c.argv.join(' ')))
+
+describe('quotas', () => {
+  it('are resolved per user, then group (most generous), then the box; root has none', () => {
+    const config = {quotas: {sessions: 1, slices: 2, groups: {ml: {sessions: 3}, ops: {sessions: 2, slices: 8}}, users: {carol: {sessions: null}}}}
+    expect(quotaFor({user: 'alice', isRoot: false}, config, [])).toEqual({sessions: 1, slices: 2, source: "the box's quota"})
+    expect(quotaFor({user: 'bob', isRoot: false}, config, ['ml', 'ops'])).toEqual({sessions: 3, slices: 8, source: "group ml/ops's quota"})
+    expect(quotaFor({user: 'carol', isRoot: false}, config, ['ml'])).toEqual({sessions: null, slices: 2, source: "carol's quota"})
+    expect(quotaFor({user: 'root', isRoot: true}, config, [])).toBeNull()
+    expect(quotaFor({user: 'alice', isRoot: false}, {}, [])).toBeNull()
+  })
+
+  it('a session over the quota is refused (exit 4) before anything changes, naming the quota and what is held', async () => {
+    const box = simBox()
+    const quota = {sessions: 1, slices: null, source: "the box's quota"}
+    await bringUp(upRequest(ALICE, {quota}), box.deps)
+    const picture = gpuPicture(box.sim)
+    const changes = mutations(box).length
+    const refused = await bringUp(upRequest(ALICE, {quota}), box.deps).catch((e: unknown) => e)
+    expect(refused).toMatchObject({code: 'QUOTA_EXCEEDED', exit: 4})
+    expect((refused as Error).message).toMatch(/the box's quota is 1 session.*you hold 1 session/)
+    expect(mutations(box)).toHaveLength(changes)
+    expect(gpuPicture(box.sim)).toEqual(picture)
+    expect(readdirSync(join(box.stateDir, 'sessions'))).toHaveLength(1) // no name claim left behind
+    // another user is not counted against alice's, and root holds none
+    await bringUp(upRequest(BOB, {quota}), box.deps)
+    expect(listSessions(box.stateDir)).toHaveLength(2)
+  })
+
+  it('counts memory slices across GPUs', async () => {
+    const box = simBox(2)
+    const first = await bringUp(upRequest(ALICE, {target: target('3090')}), box.deps)
+    const slices = first.plan.mig!.memorySlices
+    const quota = {sessions: null, slices, source: "alice's quota"}
+    await expect(bringUp(upRequest(ALICE, {quota, hostGpu: 1}), box.deps)).rejects.toMatchObject({code: 'QUOTA_EXCEEDED', exit: 4})
+    await bringUp(upRequest(ALICE, {quota: {...quota, slices: slices * 2}, hostGpu: 1}), box.deps)
+    expect(listSessions(box.stateDir)).toHaveLength(2)
+  })
+
+  it('two concurrent ups on two GPUs cannot both take the last place', async () => {
+    const box = simBox(2)
+    const quota = {sessions: 1, slices: null, source: "the box's quota"}
+    const results = await Promise.allSettled([
+      bringUp(upRequest(ALICE, {quota, hostGpu: 0}), box.deps),
+      bringUp(upRequest(ALICE, {quota, hostGpu: 1}), box.deps),
+    ])
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({reason: {code: 'QUOTA_EXCEEDED'}})
+    expect(listSessions(box.stateDir)).toHaveLength(1)
+  })
+})
+
+describe('idle reclaim', () => {
+  const policy = sessionPolicyOf({idleReclaim: '10s'})
+
+  it('warns, then ends a session nobody uses, and leaves one whose slice computes', async () => {
+    const box = simBox()
+    const before = gpuPicture(box.sim)
+    const idle = await bringUp(upRequest(ALICE), box.deps)
+    const busy = await bringUp(upRequest(BOB), box.deps)
+    box.sim.set('gpus.0.processes', [
+      {pid: 4242, name: 'python3', used_mib: 900, type: 'C', gi: busy.session.mig!.gpuInstanceId, ci: 0},
+      // an MPS server is not use of its own
+      {pid: 4343, name: 'nvidia-cuda-mps-server', used_mib: 30, type: 'C', gi: idle.session.mig!.gpuInstanceId, ci: 0},
+    ])
+    const start = Math.max(Date.parse(idle.session.createdAt), Date.parse(busy.session.createdAt))
+    const told: string[] = []
+    const reap = (ms: number) => reapSessions({...box.deps, policy, notify: async (s, m) => void told.push(`${s.name}: ${m}`), now: () => start + ms})
+
+    expect((await reap(5_000)).actions).toEqual([])
+    const warned = await reap(8_500) // the lead: a fifth of 10 s
+    expect(warned.actions).toMatchObject([{name: idle.name, action: 'warned', reason: 'idle'}])
+    expect(told).toEqual([expect.stringContaining(`${idle.name}: gpu-cosplay: session ${idle.name} ends in`)])
+    expect(idleSessions(box.stateDir, policy, start + 8_500).map((s) => s.name)).toEqual([idle.name])
+
+    // (the session's MPS server goes with its container; here it has none, and the simulator refuses -dci under a process)
+    box.sim.set('gpus.0.processes', [{pid: 4242, name: 'python3', used_mib: 900, type: 'C', gi: busy.session.mig!.gpuInstanceId, ci: 0}])
+    const ended = await reap(10_500)
+    expect(ended.actions).toMatchObject([{name: idle.name, action: 'ended', reason: 'idle'}])
+    expect(listSessions(box.stateDir).map((l) => l.session.name)).toEqual([busy.name])
+    expect(listSessions(box.stateDir)[0].session.activeAt).toBeDefined()
+
+    box.sim.set('gpus.0.processes', [])
+    expect(await reapSessions({...box.deps, policy, now: () => start + 60_000}).then((r) => r.actions.map((a) => a.action))).toEqual(['warned']) // warned first even when found idle past its time
+    await reapSessions({...box.deps, policy, now: () => start + 63_000})
+    expect(listSessions(box.stateDir)).toEqual([])
+    expect(gpuPicture(box.sim)).toEqual(before)
+  })
+
+  it('a login resets the idle clock and withdraws its warning', async () => {
+    const box = simBox()
+    const up = await bringUp(upRequest(ALICE), box.deps)
+    const start = Date.parse(up.session.createdAt)
+    await reapSessions({...box.deps, policy, now: () => start + 9_000})
+    expect(listSessions(box.stateDir)[0].session.warnedAt).toBeDefined()
+    const result = await reapSessions({...box.deps, policy, logins: async () => start + 9_500, now: () => start + 11_000})
+    expect(result.actions).toEqual([])
+    expect(listSessions(box.stateDir)[0].session.warnedAt).toBeUndefined()
+  })
+})
