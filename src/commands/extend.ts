@@ -1,11 +1,9 @@
 import {Args, Flags} from '@oclif/core'
 
 import type {ExtendResult} from '../apply/session-clock.js'
-import {formatDuration} from '../core/duration.js'
-import {BaseCommand, escapeControl} from './support/base-command.js'
-import {hostFlag} from './support/host-flag.js'
-
-export type ExtendCommandResult = ExtendResult
+import {renderExtend} from '../render/render-extend.js'
+import {BaseCommand} from '../shell/base-command.js'
+import {hostFlag} from '../shell/host-flag.js'
 
 export default class Extend extends BaseCommand {
   static summary = 'Move the end of a session with a TTL later'
@@ -14,7 +12,7 @@ export default class Extend extends BaseCommand {
   static args = {name: Args.string({description: 'session name; see gpu-cosplay ps', required: true})}
   static flags = {by: Flags.string({description: 'how much later, e.g. 30m, 2h, 1h30m', required: true}), ...hostFlag}
 
-  async run(): Promise<ExtendCommandResult> {
+  async run(): Promise<ExtendResult> {
     const {args, flags} = await this.parse(Extend)
     const remote = await this.forwardToHost(flags.host, renderExtend)
     if (remote) return remote.result
@@ -22,7 +20,7 @@ export default class Extend extends BaseCommand {
       import('../core/duration.js'),
       import('../core/session-policy.js'),
       import('../core/box-config.js'),
-      import('./support/apply-context.js'),
+      import('../client/apply-context.js'),
       import('../apply/session-clock.js'),
     ])
     const byMs = parseDuration(flags.by, '--by')
@@ -31,8 +29,4 @@ export default class Extend extends BaseCommand {
     if (!this.jsonEnabled()) this.log(renderExtend(result))
     return result
   }
-}
-
-export function renderExtend(r: ExtendCommandResult): string {
-  return `${escapeControl(r.name)} now ends at ${r.expiresAt} (${formatDuration(r.timeLeftMs)} left)`
 }

@@ -1,8 +1,6 @@
 import type {ReapResult} from '../../apply/reap.js'
-import {formatDuration} from '../../core/duration.js'
-import {BaseCommand, escapeControl} from '../support/base-command.js'
-
-export type SystemReapResult = ReapResult
+import {renderReap} from '../../render/render-reap.js'
+import {BaseCommand} from '../../shell/base-command.js'
 
 export default class SystemReap extends BaseCommand {
   static summary = 'End the sessions whose time is up (what the reaper timer runs)'
@@ -11,21 +9,12 @@ export default class SystemReap extends BaseCommand {
 system install runs it as root every 30 s (systemd) or every minute (cron). On an installed box only root may run it; in a sandbox of one's own (GPU_COSPLAY_STATE_DIR) anyone may.`
   static examples = ['sudo <%= config.bin %> system reap', '<%= config.bin %> system reap --json']
 
-  async run(): Promise<SystemReapResult> {
+  async run(): Promise<ReapResult> {
     await this.parse(SystemReap)
-    const [{assertMayReap, reapBox}, {applyContext}] = await Promise.all([import('../../system/reap-box.js'), import('../support/apply-context.js')])
+    const [{assertMayReap, reapBox}, {applyContext}] = await Promise.all([import('../../system/reap-box.js'), import('../../client/apply-context.js')])
     assertMayReap()
     const result = await reapBox(async () => (await applyContext({mutates: true})).deps)
     if (!this.jsonEnabled()) this.log(renderReap(result))
     return result
   }
-}
-
-export function renderReap(r: SystemReapResult): string {
-  const lines = r.actions.map((a) =>
-    a.action === 'warned'
-      ? `warned ${escapeControl(a.name)} (${escapeControl(a.owner)}): ends in ${formatDuration(a.inMs ?? 0)} (${a.reason === 'ttl' ? 'TTL' : 'idle'})`
-      : `ended ${escapeControl(a.name)} (${escapeControl(a.owner)}): ${a.reason === 'ttl' ? 'its TTL ran out' : 'idle'}`,
-  )
-  return [...(lines.length > 0 ? lines : ['Nothing to reap.']), ...r.notes.map((n) => `note: ${escapeControl(n)}`)].join('\n')
 }

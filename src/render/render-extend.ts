@@ -1,0 +1,8 @@
+import type {ExtendResult} from '../apply/session-clock.js'
+import {formatDuration} from '../core/duration.js'
+import {escapeControl} from '../core/failure.js'
+
+/** The text view of `extend`: the session's new end. */
+export function renderExtend(r: ExtendResult): string {
+  return `${escapeControl(r.name)} now ends at ${r.expiresAt} (${formatDuration(r.timeLeftMs)} left)`
+}
