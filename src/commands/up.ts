@@ -27,6 +27,10 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     name: Flags.string({description: 'session name (default: <user>-<target>)'}),
     'no-container': Flags.boolean({description: 'only prepare the GPU; print the variables your own workload needs'}),
     strict: Flags.boolean({description: 'fail instead of sharing a clock or power limit another session holds'}),
+    'no-mps': Flags.boolean({
+      description:
+        'shape the session without MPS (no daemon, no SM share or pinned memory limit), as on a host without the MPS control binary; the plan says what the session gets then',
+    }),
     'lock-clock': Flags.boolean({
       description: 'lock the GPU-wide clock even on a slice (it binds every tenant of the GPU; by default only a whole-GPU session does)',
     }),
