@@ -371,7 +371,9 @@ install_python_hooks_once() {
 # server serves one uid). CUDA_VISIBLE_DEVICES is left unset for it: the container exposes exactly the session's
 # device (MIG slice or GPU), so "all visible" is that device whatever form NVIDIA_VISIBLE_DEVICES takes, and
 # `set_default_device_pinned_mem_limit 0` names it; a CUDA_VISIBLE_DEVICES the user passed with --env is for their
-# programs, not for the daemon. /run/gpu-cosplay/mps/status says what happened: running, unavailable or failed.
+# programs, not for the daemon. /run/gpu-cosplay/mps/status says what happened, in one line whose first word is
+# running, unavailable or failed, the last two followed by ": <why>" (`gpu-cosplay up` waits for it and fails a session
+# whose plan needs MPS on anything but running; gpu_cosplay_perf.py records it).
 MPS_CONTROL=
 MPS_UID=
 MPS_GID=
@@ -379,8 +381,11 @@ MPS_STATUS_FILE=${GPU_COSPLAY_MPS_STATUS_FILE:-/run/gpu-cosplay/mps/status}
 # Where a start that is not root keeps what root keeps in /run (gpu-cosplay up points the MPS folders there too).
 UNPRIVILEGED_DIR=/tmp/gpu-cosplay
 
+# Arguments: running|unavailable|failed [why]. The why is kept to one line.
 mps_status() {
-  mkdir -p "$(dirname "$MPS_STATUS_FILE")" 2>/dev/null && printf '%s\n' "$1" >"$MPS_STATUS_FILE" 2>/dev/null || true
+  local line=$1
+  [ -z "${2:-}" ] || line="$1: ${2//$'\n'/ }"
+  mkdir -p "$(dirname "$MPS_STATUS_FILE")" 2>/dev/null && printf '%s\n' "$line" >"$MPS_STATUS_FILE" 2>/dev/null || true
 }
 
 # Runs the control binary as the session user, with the session's MPS folders and no CUDA_VISIBLE_DEVICES.
@@ -405,12 +410,12 @@ start_mps() {
   fi
   if ! [[ $pct =~ ^[1-9][0-9]{0,2}$ ]] || [ "$pct" -gt 100 ] || ! [[ $limit =~ ^[1-9][0-9]{0,9}$ ]]; then
     log "warning: GPU_COSPLAY_MPS_THREAD_PCT='$pct' / GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB='$limit' are not 1..100 and a MiB count; MPS not started"
-    mps_off; mps_status failed; return 0
+    mps_off; mps_status failed "GPU_COSPLAY_MPS_THREAD_PCT='$pct' / GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB='$limit' are not 1..100 and a MiB count"; return 0
   fi
   control=${GPU_COSPLAY_MPS_CONTROL:-$(command -v nvidia-cuda-mps-control || true)}
   if [ -z "$control" ] || [ ! -x "$control" ]; then
     log "warning: no ${GPU_COSPLAY_MPS_CONTROL:-nvidia-cuda-mps-control} in this container; MPS not started (SM share and hard VRAM limit off; the torch VRAM cap still applies)"
-    mps_off; mps_status unavailable; return 0
+    mps_off; mps_status unavailable "no ${GPU_COSPLAY_MPS_CONTROL:-nvidia-cuda-mps-control} in this container"; return 0
   fi
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/run/gpu-cosplay/mps/pipe}
   export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/run/gpu-cosplay/mps/log}
@@ -421,12 +426,12 @@ start_mps() {
   MPS_CONTROL=$control MPS_UID=$uid MPS_GID=$gid
   if ! out=$(mps_control_as_user -d 2>&1); then
     log "warning: $control -d failed: ${out//$'\n'/ }; MPS not started"
-    mps_off; mps_status failed; return 0
+    mps_off; mps_status failed "$control -d failed: $out"; return 0
   fi
   if ! out=$(printf 'set_default_active_thread_percentage %s\nset_default_device_pinned_mem_limit 0 %sM\n' "$pct" "$limit" | mps_control_as_user 2>&1); then
     log "warning: MPS limits not accepted: ${out//$'\n'/ }; daemon stopped"
     stop_mps
-    mps_off; mps_status failed; return 0
+    mps_off; mps_status failed "MPS limits not accepted: $out"; return 0
   fi
   mps_status running
   log "MPS control daemon started: ${pct}% active threads, device memory ${limit} MiB, CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"

@@ -31,6 +31,7 @@ export type PlanFlags = {
   readonly strict: boolean
   readonly 'lock-clock': boolean
   readonly 'cap-power': boolean
+  readonly 'no-mps': boolean
 }
 
 /**
@@ -52,6 +53,7 @@ export async function upOnBestHost<T>(
     ...(flags.strict ? ['--strict'] : []),
     ...(flags['lock-clock'] ? ['--lock-clock'] : []),
     ...(flags['cap-power'] ? ['--cap-power'] : []),
+    ...(flags['no-mps'] ? ['--no-mps'] : []),
   ]
   const ranked = await rankHosts(hosts, planArgs, how.version)
   if (ranked[0].plan !== null) how.say(describePlacement(ranked))

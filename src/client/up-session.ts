@@ -81,7 +81,8 @@ export async function upSession(gpu: string, flags: UpFlags, version: string, pr
     pid: process.pid,
     hostname: ctx.hostname,
     gpuWide: {lockClock: flags['lock-clock'], capPower: flags['cap-power']},
-    mpsAvailable: findMpsControl(process.env) !== null,
+    // --no-mps plans as a host without MPS does: the plan says what the session gets, and no daemon starts
+    mpsAvailable: !flags['no-mps'] && findMpsControl(process.env) !== null,
     // with a container the entrypoint runs the daemon inside it, as the session user
     mpsOnHost: containerInput ? null : {owner: {uid: ctx.user.uid, gid: ctx.user.gid}, runAsOwner: process.getuid?.() === 0 && ctx.user.uid !== 0},
   }

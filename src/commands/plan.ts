@@ -29,6 +29,7 @@ export default class Plan extends BaseCommand {
     strict: Flags.boolean({description: 'as up --strict: refuse instead of sharing a clock or power limit another session holds'}),
     'lock-clock': Flags.boolean({description: 'as up --lock-clock: lock the GPU-wide clock even on a slice'}),
     'cap-power': Flags.boolean({description: "as up --cap-power: cap the GPU-wide power at the target's TDP even on a slice"}),
+    'no-mps': Flags.boolean({description: 'as up --no-mps: plan without MPS, as on a host without the MPS control binary'}),
     output: Flags.string({
       char: 'o',
       description: 'render the plan for a cluster instead: a mig-parted layout, Kubernetes manifests or Slurm config',
@@ -65,6 +66,7 @@ export default class Plan extends BaseCommand {
       strict: flags.strict,
       lockClock: flags['lock-clock'],
       capPower: flags['cap-power'],
+      ...(flags['no-mps'] ? {mpsAvailable: false} : {}),
     }
     const exportAs = flags.output
       ? {

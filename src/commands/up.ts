@@ -12,7 +12,7 @@ export default class Up extends BaseCommand {
 
 Every change is written to the state directory before it is made; Ctrl-C finishes the current step and undoes the rest, and \`gpu-cosplay recover\` finishes the job after a crash. \`down\` puts everything back.
 
-Then it starts a container on the slice, in the same journal (the GPU-wide settings are taken while it boots): the cosplay image (built on first use, before any GPU change) or --image, your workspace at /workspace, you as the user, sshd on 127.0.0.1, and returns once ssh logs in. With --no-container it stops after the GPU part and prints what your own workload needs.`
+Then it starts a container on the slice, in the same journal (the GPU-wide settings are taken while it boots): the cosplay image (built on first use, before any GPU change) or --image, your workspace at /workspace, you as the user, sshd on 127.0.0.1, and returns once ssh logs in and, when the plan uses MPS, the session's MPS daemon runs (else it fails with MPS_NOT_RUNNING and undoes the session; --no-mps plans without MPS). With --no-container it stops after the GPU part and prints what your own workload needs.`
   static examples = [
     '<%= config.bin %> up 3090',
     '<%= config.bin %> up 3090 --no-container',
@@ -27,6 +27,10 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     name: Flags.string({description: 'session name (default: <user>-<target>)'}),
     'no-container': Flags.boolean({description: 'only prepare the GPU; print the variables your own workload needs'}),
     strict: Flags.boolean({description: 'fail instead of sharing a clock or power limit another session holds'}),
+    'no-mps': Flags.boolean({
+      description:
+        'shape the session without MPS (no daemon, no SM share or pinned memory limit), as on a host without the MPS control binary; the plan says what the session gets then',
+    }),
     'lock-clock': Flags.boolean({
       description: 'lock the GPU-wide clock even on a slice (it binds every tenant of the GPU; by default only a whole-GPU session does)',
     }),

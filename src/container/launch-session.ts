@@ -1,7 +1,8 @@
 /**
  * `up` with a container: settle Docker, image and key while bring-up reads the GPU under its lock (no GPU
  * change without them), run the GPU steps and the container step as one journaled session, then wait until
- * the container is usable. A session that never becomes usable is ended: one rollback path, through `down`'s.
+ * the container is usable (with MPS in the plan: its daemon running, see mps-readiness.ts). A session that never
+ * becomes usable is ended: one rollback path, through `down`'s.
  *
  * Docker is loaded lazily (dockerode alone takes ~90 ms to load): overlapping that with the GPU read is most of
  * what keeps `up` under a second.
@@ -13,6 +14,7 @@ import {stepFor} from '../apply/steps/registry.js'
 import type {StepImpl} from '../apply/steps/step.js'
 import {tearDown} from '../apply/tear-down.js'
 import type {PreparedContainer, PrepareInput} from './prepare-container.js'
+import {withMpsStatus} from './mps-readiness.js'
 import {type Ready, readinessOf} from './readiness.js'
 import type {DockerRuntime} from './runtime.js'
 import {containerSteps, type SessionContainer, sessionContainer} from './session-container.js'
@@ -58,7 +60,15 @@ export async function launchSession(
     ...startStep,
     async apply(ctx, params, prior) {
       const result = await startStep.apply(ctx, params, prior)
-      const readiness = readinessOf(sessionContainer(ctx.session as SessionRecord), docker.prepared!.identity.privateKey, docker.runtime!)
+      const session = ctx.session as SessionRecord
+      const container = sessionContainer(session)
+      // ready means usable as planned: with MPS in the plan, its daemon running too
+      const readiness = withMpsStatus(
+        readinessOf(container, docker.prepared!.identity.privateKey, docker.runtime!),
+        container,
+        docker.runtime!,
+        session.plan.mps,
+      )
       waiting.ready = {describe: readiness.describe, done: readiness.waitUntilReady(READY_TIMEOUT_MS, stopWaiting.signal)}
       waiting.ready.done.catch(() => undefined) // awaited below once bring-up is done; unobserved when it fails
       return result

@@ -51,6 +51,12 @@ export const COSTUME_ENV = {
 export const CONTAINER_MPS_DIRS = {pipe: '/run/gpu-cosplay/mps/pipe', log: '/run/gpu-cosplay/mps/log'} as const
 /** The same for a container where nothing runs as root: folders its user can make. */
 export const UNPRIVILEGED_MPS_DIRS = {pipe: '/tmp/gpu-cosplay/mps/pipe', log: '/tmp/gpu-cosplay/mps/log'} as const
+/**
+ * The entrypoint's one line on the session's MPS daemon, written before sshd starts (or the ready marker): `running`,
+ * or `unavailable: <why>` / `failed: <why>` (container/mps-readiness.ts reads it; gpu_cosplay_perf.py records it).
+ */
+export const CONTAINER_MPS_STATUS_FILE = '/run/gpu-cosplay/mps/status'
+export const UNPRIVILEGED_MPS_STATUS_FILE = '/tmp/gpu-cosplay/mps/status'
 /** What the entrypoint writes once a container where nothing runs as root is set up (readiness waits for it). */
 export const UNPRIVILEGED_READY_MARKER = '/tmp/gpu-cosplay/ready'
 

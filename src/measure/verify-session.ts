@@ -1,12 +1,15 @@
 /**
  * `verify`: runs runtime-hooks/verify.py in the session's container (docker exec, as the session user) and reads
- * its report; with --perf, its measurement, held to the session's plan by verify-perf.ts.
+ * its report, then adds the MPS checks (verify-mps.ts: from an ssh login shell and an ssh command, would a CUDA client
+ * reach the session's daemon with the plan's limits?); with --perf, its measurement, held to the session's plan by
+ * verify-perf.ts.
  */
 import {accessSession} from '../client/session-access.js'
 import type {Spinner} from '../client/progress.js'
 import {DockerRuntime} from '../container/runtime.js'
 import {execUserOf} from '../container/session-container.js'
 import {ContainerError} from '../core/errors.js'
+import {verifyMps} from './verify-mps.js'
 import type {VerifyPerfResult} from './verify-perf.js'
 
 export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
@@ -48,5 +51,12 @@ export async function verifySession(
       },
     )
   }
-  return {session: c.session, checks: parsed.checks, summary: parsed.summary}
+  const checks = [...parsed.checks, ...(await verifyMps(access))]
+  return {session: c.session, checks, summary: countChecks(checks)}
+}
+
+function countChecks(checks: readonly VerifyCheck[]): VerifyResult['summary'] {
+  const summary = {PASS: 0, FAIL: 0, SKIP: 0}
+  for (const check of checks) summary[check.status] += 1
+  return summary
 }

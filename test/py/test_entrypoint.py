@@ -475,7 +475,7 @@ class MpsTest(unittest.TestCase):
         self.assertEqual(len([l for l in result.stderr.splitlines() if "warning" in l]), 1, result.stderr)
         self.assertNotIn("CUDA_MPS_PIPE_DIRECTORY", self.ssh_env())
         self.assertNotIn("CUDA_MPS_LOG_DIRECTORY", self.ssh_env())
-        self.assertEqual(self.read_status(), "unavailable")
+        self.assertEqual(self.read_status(), "unavailable: no /nonexistent/nvidia-cuda-mps-control in this container")
         self.assertEqual(self.calls(), [])
 
     def test_without_the_mps_variables_nothing_starts(self):
@@ -490,13 +490,18 @@ class MpsTest(unittest.TestCase):
         for pct, mib in (("0", "2048"), ("101", "2048"), ("25", "2G"), ("25", ""), ("x", "1")):
             self.bash('start_mps "$2" "$3"', GPU_COSPLAY_MPS_THREAD_PCT=pct, GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB=mib)
             self.assertEqual(self.calls(), [], (pct, mib))
-            self.assertEqual(self.read_status(), "failed")
+            self.assertRegex(self.read_status(), r"^failed: GPU_COSPLAY_MPS_THREAD_PCT='%s' / " % pct)
 
     def test_limits_the_daemon_refuses_stop_it(self):
         self.bash('start_mps "$2" "$3"', GPU_COSPLAY_SIM_MPS_FAIL="set_default_active_thread_percentage")
-        self.assertEqual(self.read_status(), "failed")
+        self.assertEqual(self.read_status(), "failed: MPS limits not accepted: simulated failure of set_default_active_thread_percentage")
         self.assertEqual(self.calls()[-1]["command"], "quit")
         self.assertFalse(os.path.exists(os.path.join(self.pipe, "control")))
+
+    def test_a_daemon_that_does_not_start_says_why_in_one_line(self):
+        self.bash('start_mps "$2" "$3"', GPU_COSPLAY_SIM_MPS_FAIL="-d")
+        self.assertRegex(self.read_status(), r"^failed: \S*nvidia-cuda-mps-control -d failed: simulated failure of -d$")
+        self.assertNotIn("\n", self.read_status())
 
     def test_sigterm_to_the_entrypoint_quits_the_daemon_first(self):
         proc = subprocess.Popen(["bash", "-c", '. "$1"; start_mps "$2" "$3"; run_service sleep 1000', "entrypoint", ENTRYPOINT,

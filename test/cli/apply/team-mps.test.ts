@@ -173,6 +173,25 @@ describe('the MPS step under crashes and failures', () => {
     expect(plan.json.warnings.join('\n')).toMatch(/MPS/)
   })
 
+  it('up --no-mps plans as a host without MPS does and starts no daemon; plan --no-mps predicts it', () => {
+    const sim = Sim.create('h200', 1)
+    const env = mpsEnv(sim)
+    const before = gpuState(sim)
+    const planned = runJson(['plan', 't4', '--host-gpu', '0', '--no-mps'], env)
+    expect(planned.json.mps).toBeNull()
+    const up = runJson(['up', 't4', '--no-mps', '--no-container', '--name', 'plain'], env)
+    expect(up.json.error).toBeUndefined()
+    expect(up.exitCode).toBe(0)
+    expect(up.json.plan.mps).toBeNull()
+    expect(up.json.mps).toBeNull()
+    const {achievable: _ignored, ...predicted} = planned.json
+    expect(up.json.plan).toEqual(predicted)
+    expect(up.json.env.CUDA_MPS_PIPE_DIRECTORY).toBeUndefined()
+    expect(mpsLog(sim)).toEqual([])
+    expect(runCli(['down', 'plain'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
   it('--lock-clock on a slice takes the GPU-wide clock as asked, and says why', () => {
     const sim = Sim.create('h200', 1)
     const plan = runJson(['plan', '1650', '--host-gpu', '0', '--match', 'fp32', '--lock-clock'], mpsEnv(sim))
