@@ -9,6 +9,7 @@ import {homedir, hostname} from 'node:os'
 import type {BookStoreDeps} from '../apply/book-store.js'
 import type {Cancellation} from '../apply/engine.js'
 import {resolveStateDir, type StateDir} from '../apply/state-dir.js'
+import {reapWhatIsDue} from './reap-due.js'
 import {sessionSteps} from '../container/session-steps.js'
 import {HostError} from '../core/errors.js'
 import {type InvokingUser, invokingUser} from '../core/invoking-user.js'
@@ -47,10 +48,12 @@ export async function applyContext(options: {mutates: boolean}): Promise<ApplyCo
     sudo = privileges.mode === 'sudo'
   }
   const gpu = new SmiGpuControl(new Smi(executor, {path: smiPath, sudo}))
+  const deps = {gpu, steps: sessionSteps(), stateDir: stateDir.dir, bootId: readBootId()}
+  if (options.mutates) await reapWhatIsDue(stateDir.dir, async () => deps)
   return {
     stateDir,
     gpu,
-    deps: {gpu, steps: sessionSteps(), stateDir: stateDir.dir, bootId: readBootId()},
+    deps,
     user,
     owner: {uid: user.uid, user: user.user},
     isRoot: user.isRoot,

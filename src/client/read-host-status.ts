@@ -4,6 +4,12 @@ import {hostStatus, type HostStatus, type SessionSummary} from '../apply/host-st
 import {stateDirToRead} from '../apply/state-dir.js'
 import {scanBooks} from '../apply/book-store.js'
 import {scanClaims} from '../apply/session-names.js'
+import {isLeaseSession} from '../apply/gpu-book.js'
+import {clockOf, type IdleSession, idleSessions} from '../apply/session-clock.js'
+import {listQueue, type QueuedRequest} from '../apply/wait-queue.js'
+import {engineBoxConfig} from '../core/box-config.js'
+import {sessionPolicyOf} from '../core/session-policy.js'
+import {reapWhatIsDue} from './reap-due.js'
 import type {ContainerState, ContainerStates} from '../container/container-states.js'
 import {isCosplayError} from '../core/errors.js'
 import type {RefusedFile} from '../core/json-file.js'
@@ -15,6 +21,11 @@ import {diedOnThisHost} from '../core/process-gone.js'
 const NO_CONTAINERS: ContainerStates = {reachable: true, bySession: {}}
 
 export type SessionView = SessionSummary & {
+  /** when the session ends by itself (its TTL, moved by extend) and how long is left; null: never */
+  expiresAt: string | null
+  timeLeftMs: number | null
+  /** ms since its last use the reaper saw (a compute process of its own, an ssh login), or since it started */
+  idleMs: number
   /** Docker's state of the session's container (running, exited...), 'missing' when recorded but gone, null without one */
   containerState: string | null
   /**
@@ -40,6 +51,10 @@ export type HostView = Omit<HostStatus, 'sessions'> & {
    * symlink, not a regular file, or (on an installed box) not root's. Absent from a box of an older version.
    */
   refusedFiles?: RefusedFile[]
+  /** `up --wait` requests waiting for a slice, in the order they will be served (absent from older boxes) */
+  queue?: QueuedRequest[]
+  /** sessions idle past idle reclaim's warning lead, and when they will be ended (absent from older boxes) */
+  idle?: IdleSession[]
 }
 
 /** `status`: one box's view, or with several --host boxes each box's view under its name */
@@ -51,6 +66,7 @@ export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
  */
 export async function readHostStatus(options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
   const stateDir = stateDirToRead(process.env, homedir())
+  await reapWhatIsDue(stateDir.dir, async () => (await import('./apply-context.js')).applyContext({mutates: true}).then((c) => c.deps))
   let probeFailure: Failure | undefined
   const scan = scanBooks(stateDir.dir)
   const books = scan.books.map((b) => b.book)
@@ -74,7 +90,15 @@ export async function readHostStatus(options: {readonly orphans: boolean} = {orp
     const containerState = bySession[s.name]?.state ?? (s.container && containers.reachable ? 'missing' : null)
     const owner = processOf.get(`${s.gpuUuid}/${s.name}`)
     const diedHalfWay = s.phase !== 'active' && owner !== undefined && diedOnThisHost(owner)
-    return {...s, containerState, crashed: diedHalfWay || s.instanceMissing || containerState === 'missing'}
+    const clock = owner && !isLeaseSession(owner) ? clockOf(owner) : null
+    return {
+      ...s,
+      expiresAt: clock?.expiresAt ?? null,
+      timeLeftMs: clock?.timeLeftMs ?? null,
+      idleMs: clock?.idleMs ?? 0,
+      containerState,
+      crashed: diedHalfWay || s.instanceMissing || containerState === 'missing',
+    }
   })
   const known = new Set(status.sessions.map((s) => s.name))
   return {
@@ -89,5 +113,12 @@ export async function readHostStatus(options: {readonly orphans: boolean} = {orp
         .map(([session, c]) => ({...c, session})),
     },
     refusedFiles,
+    queue: listQueue(stateDir.dir),
+    idle: idleSessions(stateDir.dir, sessionPolicyOf(engineBoxConfig())),
   }
+}
+
+/** `ps --queue`: the requests waiting for a slice, in the order they will be served. Reads only. */
+export function readQueue(): QueuedRequest[] {
+  return listQueue(stateDirToRead(process.env, homedir()).dir)
 }

@@ -7,7 +7,7 @@ import type {ActiveSession} from '../apply/bring-up.js'
 import {resolveTarget} from '../catalog/resolve-target.js'
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
-import {requireRootOnSharedBox} from '../core/invoking-user.js'
+import {invokingUser, requireRootOnSharedBox} from '../core/invoking-user.js'
 import {CONTAINER_MPS_DIRS} from '../core/names.js'
 import type {Objective, Plan} from '../plan/types.js'
 import type {Placement, PlanFlags} from './choose-host.js'
@@ -44,6 +44,9 @@ export type UpFlags = PlanFlags &
   ContainerFlags & {
     readonly name?: string
     readonly 'no-container': boolean
+    readonly ttl?: string
+    readonly wait?: boolean
+    readonly timeout?: string
   }
 
 /** How up shows its work on stderr: a spinner, and lines (Ctrl-C, the image build); null under --json. */
@@ -59,6 +62,7 @@ export async function upSession(gpu: string, flags: UpFlags, version: string, pr
   if (flags['lock-clock']) requireRootOnSharedBox('up --lock-clock', "locks the clock of every tenant's GPU")
   if (flags['cap-power']) requireRootOnSharedBox('up --cap-power', "caps the power of every tenant's GPU")
   if ((flags['ssh-port'] ?? 1024) < 1024) requireRootOnSharedBox(`up --ssh-port ${flags['ssh-port']}`, 'takes a privileged port of the host')
+  const fair = await fairShareOf(flags)
   const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, version)
   // The first look at the GPUs (`-L`, read-only), started by bin/run.js before oclif loaded, or now.
   const firstListing = (await import('./first-listing.js')).firstListing()
@@ -85,10 +89,12 @@ export async function upSession(gpu: string, flags: UpFlags, version: string, pr
     mpsAvailable: !flags['no-mps'] && findMpsControl(process.env) !== null,
     // with a container the entrypoint runs the daemon inside it, as the session user
     mpsOnHost: containerInput ? null : {owner: {uid: ctx.user.uid, gid: ctx.user.gid}, runAsOwner: process.getuid?.() === 0 && ctx.user.uid !== 0},
+    ttlMs: fair.ttlMs,
+    quota: fair.quota,
   }
   const deps = {...ctx.deps, firstListing, catalog, cancel, onProgress: say, isRoot: ctx.isRoot}
   progress?.start(`Applying ${target.name} to GPU ${flags['host-gpu']}`)
-  try {
+  const attempt = async (): Promise<UpResult> => {
     let launched: LaunchedSession | null = null
     let active: ActiveSession
     if (containerInput) {
@@ -105,11 +111,52 @@ export async function upSession(gpu: string, flags: UpFlags, version: string, pr
     }
     progress?.stop(launched ? `${Date.now() - startedAt} ms` : 'done')
     return await upResult(active, target, launched && {...launched, keyOwner: containerInput!.keyOwner}, startedAt)
+  }
+  try {
+    if (!flags.wait) return await attempt()
+    const {waitInQueue} = await import('../apply/wait-queue.js')
+    // Ctrl-C while waiting leaves the queue; nothing was changed yet
+    const left = new AbortController()
+    const leave = () => left.abort()
+    process.on('SIGINT', leave).on('SIGTERM', leave)
+    try {
+      return await waitInQueue(ctx.stateDir.dir, {
+        who: ctx.owner,
+        want: `${target.name} on GPU ${flags['host-gpu']}`,
+        attempt,
+        signal: left.signal,
+        timeoutMs: fair.timeoutMs,
+        bootId: ctx.deps.bootId,
+        onProgress: (p) => progress?.start(`Waiting for a free slice: #${p.position} of ${p.waiting} in the queue`),
+      })
+    } finally {
+      process.off('SIGINT', leave).off('SIGTERM', leave)
+    }
   } catch (error) {
     progress?.stop('failed')
     throw error
   } finally {
     cancel.dispose()
+  }
+}
+
+/**
+ * The box's fair-share rules for this up (issue 20): its end (--ttl, else the box's default), how long --wait may
+ * wait, and the owner's quota. Bad durations fail here, before Docker or the GPU is contacted.
+ */
+async function fairShareOf(flags: UpFlags) {
+  const [{engineBoxConfig}, {quotaFor, resolveTtlMs, sessionPolicyOf}, {parseDuration}, {groupNamesOf}] = await Promise.all([
+    import('../core/box-config.js'),
+    import('../core/session-policy.js'),
+    import('../core/duration.js'),
+    import('../core/user-groups.js'),
+  ])
+  const config = engineBoxConfig()
+  const user = invokingUser()
+  return {
+    ttlMs: resolveTtlMs(flags.ttl, sessionPolicyOf(config), user.isRoot),
+    timeoutMs: flags.timeout === undefined ? undefined : parseDuration(flags.timeout, '--timeout'),
+    quota: quotaFor({user: user.user, isRoot: user.isRoot}, config, config?.quotas ? groupNamesOf(user.user, user.uid) : []),
   }
 }
 

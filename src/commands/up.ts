@@ -19,6 +19,7 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     '<%= config.bin %> up t4 --workspace ~/proj --volume /data:/data:ro --env HF_HOME=/data/hf',
     '<%= config.bin %> up t4 --host-gpu 1 --match fp32 --name t4-test --no-container',
     '<%= config.bin %> up 4090 --no-container --strict --json',
+    '<%= config.bin %> up 3090 --ttl 8h --wait --timeout 30m',
   ]
   static args = {gpu: Args.string({required: true, description: 'target GPU, e.g. 3090, t4, a100-80g'})}
   static flags = {
@@ -49,6 +50,11 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
         'give yourself sudo in the container. That is root inside it, and so over everything mounted into it: a setuid-root file written to the workspace is root on the host. Without it, nothing you run there can become root. On a shared box only where the administrator allowed it',
       exclusive: ['no-container'],
     }),
+    ttl: Flags.string({
+      description: "end the session by itself after DURATION (e.g. 90s, 30m, 8h; see extend); default: the box's default TTL, if it has one",
+    }),
+    wait: Flags.boolean({description: "when no slice that fits is free, wait in the box's queue (fair between users) instead of failing; Ctrl-C leaves it"}),
+    timeout: Flags.string({description: 'with --wait: give up after DURATION (e.g. 30m), changing nothing', dependsOn: ['wait']}),
     ...placeFlag,
   }
 

@@ -30,6 +30,12 @@ export async function renderMetrics(view: HostView): Promise<string> {
   const memoryUsed = gauge('session_memory_used_bytes', 'Memory the compute apps of its MIG instance use (nvidia-smi)', ['session'])
   const expected = gauge('session_expected', 'What the plan expects of the session, per axis (FLOP/s, bytes/s)', ['session', 'axis'])
   const target = gauge('session_target', "The imitated GPU's figure, per axis (FLOP/s, bytes/s)", ['session', 'axis'])
+  const timeLeft = gauge('session_time_left_seconds', 'Seconds until the session ends by itself (its TTL; absent: no end)', ['session', 'owner'])
+  const idle = gauge('session_idle_seconds', 'Seconds since the session last ran a compute process of its own or saw an ssh login, as the reaper saw', [
+    'session',
+    'owner',
+  ])
+  const queued = gauge('queue_waiting', 'up --wait requests waiting for a slice', [])
   const gpuSessions = gauge('gpu_sessions', 'gpu-cosplay sessions (up) on the GPU', ['gpu'])
   const slicesFree = gauge('gpu_memory_slices_free', 'MIG memory slices no GPU instance occupies (absent with MIG off)', ['gpu'])
   const power = gauge('gpu_power_limit_watts', 'The power limit in force on the GPU', ['gpu'])
@@ -38,11 +44,14 @@ export async function renderMetrics(view: HostView): Promise<string> {
 
   gauge('gpus_read', 'Whether nvidia-smi could be read (1) or not (0: no GPU series, sessions from the records only)', []).set(view.error === undefined ? 1 : 0)
 
+  queued.set(view.queue?.length ?? 0)
   const ups = view.sessions.filter((s) => s.kind === 'up')
   for (const s of ups) {
     const session = s.name
     info.set({session, owner: s.owner, target: s.target ?? '', gpu: s.gpuIndex === null ? '' : String(s.gpuIndex), slice: s.mig?.profile ?? 'full'}, 1)
     if (s.memoryUsedMiB !== null) memoryUsed.set({session}, s.memoryUsedMiB * MiB)
+    if (s.timeLeftMs !== null) timeLeft.set({session, owner: s.owner}, Math.round(s.timeLeftMs / 1000))
+    idle.set({session, owner: s.owner}, Math.round(s.idleMs / 1000))
     const sh = s.shaping
     if (!sh) continue
     sms.set({session}, sh.smCount)

@@ -1,4 +1,6 @@
 import type {SessionView} from '../client/read-host-status.js'
+import type {QueuedRequest} from '../apply/wait-queue.js'
+import {formatDuration} from '../core/duration.js'
 import {formatTable} from './format-table.js'
 
 /** The text view of `ps`: a session a row (with a HOST column across boxes), then which crashed. */
@@ -14,7 +16,10 @@ export function renderPs(sessions: readonly (SessionView & {host?: string})[]): 
     stateOf(s),
     s.container ? `${s.container.name} (${s.containerState ?? 'unknown'})` : '-',
   ])
-  const headers = ['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER']
+  // a session with a TTL shows the time it has left; boxes where none has one keep the table as it was
+  const withEnd = sessions.some((s) => s.expiresAt)
+  if (withEnd) rows.forEach((row, i) => row.push(timeLeft(sessions[i])))
+  const headers = ['NAME', 'OWNER', 'TARGET', 'GPU', 'SLICE', 'STATE', 'CONTAINER', ...(withEnd ? ['LEFT'] : [])]
   const onHosts = sessions.some((s) => s.host !== undefined)
   const table = onHosts
     ? formatTable(
@@ -24,6 +29,20 @@ export function renderPs(sessions: readonly (SessionView & {host?: string})[]): 
     : formatTable(headers, rows)
   if (crashed.length === 0) return table
   return `${table}\n\n${crashed.join(', ')} crashed: run gpu-cosplay recover to clean up`
+}
+
+function timeLeft(s: SessionView): string {
+  if (!s.expiresAt || s.timeLeftMs === null) return '-'
+  return s.timeLeftMs === 0 ? 'ending' : formatDuration(s.timeLeftMs)
+}
+
+/** `ps --queue`: the `up --wait` requests, in the order they will be served. */
+export function renderQueue(queue: readonly QueuedRequest[]): string {
+  if (queue.length === 0) return 'No request is waiting.'
+  return formatTable(
+    ['#', 'USER', 'WAITS FOR', 'SINCE'],
+    queue.map((q) => [String(q.position), q.user, q.want, q.enqueuedAt]),
+  )
 }
 
 /** What a lease hold holds, e.g. "clock 1395 MHz, power 300 W". */

@@ -1,6 +1,7 @@
 import type {HostView, StatusResult} from '../client/read-host-status.js'
 import {type BoxStyle, renderBox} from './render-box.js'
 import {renderPs} from './render-ps.js'
+import {formatDuration} from '../core/duration.js'
 
 /** One box, or several: each box's GPUs and notes under its name, then one session table for all of them. */
 export function renderStatusResult(r: StatusResult, style?: BoxStyle): string {
@@ -29,5 +30,7 @@ function noteLines(s: HostView): string[] {
     ),
     ...(s.refusedFiles ?? []).map((f) => `REFUSED ${f.message}; whoever planted it may want to redirect gpu-cosplay: mv ${f.file} ${f.file}.bad`),
     ...(s.sharedStateDir ? [] : [`note: state is kept in ${s.stateDir}, not shared with other users`]),
+    ...(s.idle ?? []).map((i) => `IDLE ${i.name} (${i.owner}): unused for ${formatDuration(i.idleMs)}, ended in ${formatDuration(i.reclaimInMs)} unless used`),
+    ...(s.queue ?? []).map((q) => `WAITING #${q.position} ${q.user}: ${q.want} (since ${q.enqueuedAt})`),
   ]
 }

@@ -56,7 +56,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 it('serves the sessions `up --json` made, per GPU what is left, one read for two scrapers, and forgets a session after `down`', async () => {
   const sim = Sim.create('h200', 1)
   const env = sim.env()
-  const ups = ['t4', 'a10'].map((target, i) => runJson(['up', target, '--no-container', '--name', `m${i + 1}`], env))
+  // m1 ends by itself in an hour (issue 20's TTL), m2 never
+  const ups = ['t4', 'a10'].map((target, i) => runJson(['up', target, '--no-container', '--name', `m${i + 1}`, ...(i === 0 ? ['--ttl', '1h'] : [])], env))
   for (const up of ups) expect(up.exitCode).toBe(0)
 
   const metrics = startMetrics(env)
@@ -81,6 +82,10 @@ it('serves the sessions `up --json` made, per GPU what is left, one read for two
   }
   // the T4 has no BF16: no target series for it
   expect(m.has(`gpu_cosplay_session_target{session="m1",axis="bf16_flops"}`)).toBe(false)
+  expect(m.get(`gpu_cosplay_session_time_left_seconds{session="m1",owner="${ups[0].json.owner ?? m1Owner(m)}"}`)).toBeGreaterThan(3500)
+  expect([...m.keys()].some((k) => k.startsWith('gpu_cosplay_session_time_left_seconds{session="m2"'))).toBe(false)
+  expect([...m.keys()].filter((k) => k.startsWith('gpu_cosplay_session_idle_seconds{')).length).toBe(2)
+  expect(m.get('gpu_cosplay_queue_waiting')).toBe(0)
   expect(m.get(`gpu_cosplay_gpu_sessions{gpu="0"}`)).toBe(2)
   expect(m.get(`gpu_cosplay_gpu_mig_enabled{gpu="0"}`)).toBe(1)
   expect(m.get(`gpu_cosplay_gpu_memory_slices_free{gpu="0"}`)).toBe(8 - 1 - 2)
@@ -136,3 +141,9 @@ it('--listen that is not ADDRESS:PORT is bad input (exit 2)', () => {
   const result = runCli(['metrics', '--listen', 'nonsense'])
   expect(result.exitCode).toBe(2)
 })
+
+/** the owner label of m1, as session_info carries it */
+function m1Owner(m: Map<string, number>): string {
+  const key = [...m.keys()].find((k) => k.startsWith('gpu_cosplay_session_info{session="m1"'))!
+  return /owner="([^"]*)"/.exec(key)![1]
+}
