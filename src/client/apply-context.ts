@@ -31,7 +31,7 @@ export type ApplyContext = {
   readonly hostname: string
 }
 
-export async function applyContext(options: {mutates: boolean}): Promise<ApplyContext> {
+export async function applyContext(options: {mutates: boolean; reapFirst?: boolean}): Promise<ApplyContext> {
   const stateDir = resolveStateDir(process.env, homedir())
   const executor = new LocalExecutor()
   const smiPath = smiPathFrom(process.env)
@@ -49,7 +49,8 @@ export async function applyContext(options: {mutates: boolean}): Promise<ApplyCo
   }
   const gpu = new SmiGpuControl(new Smi(executor, {path: smiPath, sudo}))
   const deps = {gpu, steps: sessionSteps(), stateDir: stateDir.dir, bootId: readBootId()}
-  if (options.mutates) await reapWhatIsDue(stateDir.dir, async () => deps)
+  // (the reaper's own pass, `system reap`, opens the state without a pass of its own first)
+  if (options.mutates && options.reapFirst !== false) await reapWhatIsDue(stateDir.dir, async () => deps)
   return {
     stateDir,
     gpu,

@@ -66,7 +66,7 @@ export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
  */
 export async function readHostStatus(options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
   const stateDir = stateDirToRead(process.env, homedir())
-  await reapWhatIsDue(stateDir.dir, async () => (await import('./apply-context.js')).applyContext({mutates: true}).then((c) => c.deps))
+  await reapWhatIsDue(stateDir.dir, async () => (await import('./apply-context.js')).applyContext({mutates: true, reapFirst: false}).then((c) => c.deps))
   let probeFailure: Failure | undefined
   const scan = scanBooks(stateDir.dir)
   const books = scan.books.map((b) => b.book)

@@ -13,7 +13,7 @@ system install runs it as root every 30 s (systemd) or every minute (cron). On a
     await this.parse(SystemReap)
     const [{assertMayReap, reapBox}, {applyContext}] = await Promise.all([import('../../system/reap-box.js'), import('../../client/apply-context.js')])
     assertMayReap()
-    const result = await reapBox(async () => (await applyContext({mutates: true})).deps)
+    const result = await reapBox(async () => (await applyContext({mutates: true, reapFirst: false})).deps)
     if (!this.jsonEnabled()) this.log(renderReap(result))
     return result
   }
