@@ -48,7 +48,10 @@ describe('system install', () => {
     // again: nothing to change
     const again = box.root(['system', 'install', '--yes', '--json'])
     expect(again.exitCode).toBe(0)
-    expect(JSON.parse(again.stdout).items.map((i: {action: string}) => i.action)).toEqual(['unchanged', 'unchanged', 'unchanged', 'unchanged', 'unchanged'])
+    const items: {what: string; action: string}[] = JSON.parse(again.stdout).items
+    // the five of the engine, and the reaper's timer or cron entry where this box has systemd or cron
+    expect(items.length).toBeGreaterThanOrEqual(5)
+    expect(items.filter((i) => i.action !== 'unchanged')).toEqual([])
   })
 
   it('members have no Docker and no sudo of their own; doctor says the box is installed', () => {
