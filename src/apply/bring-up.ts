@@ -118,12 +118,14 @@ async function bringUpLocked(
   if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, book), 0)
   const plan = planOnGpu(request.target, host, request.objective, heldSettings(book), {strict: request.strict, ...request.gpuWide})
   await beforeChanges()
+  const base = newSessionBase(name, request)
   const session: SessionRecord = {
-    ...newSessionBase(name, request),
+    ...base,
     target: {key: request.target.key, name: request.target.name},
     plan,
     mig: plan.mig && {profile: plan.mig.profile, profileId: plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null},
-    ...(request.ttlMs ? {expiresAt: new Date(Date.now() + request.ttlMs).toISOString()} : {}),
+    // a lifetime counted from the moment the session is recorded as made (its createdAt), to the millisecond
+    ...(request.ttlMs ? {expiresAt: new Date(Date.parse(base.createdAt) + request.ttlMs).toISOString()} : {}),
   }
   const record = async () => {
     if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, book), slicesOf(session))
