@@ -114,6 +114,11 @@ export type DockerExecOptions = {
   size?: {rows: number; cols: number}
   /** called once the command runs, with a handle to resize its tty */
   onStart?: (control: {resize(rows: number, cols: number): Promise<void>}) => void
+  /**
+   * give up (CONTAINER_EXEC_TIMEOUT) when the command has not ended by then: for what root runs in a container whose
+   * user could make it hang (a FIFO where a file is written, an image of their own), so that no user stalls the caller
+   */
+  timeoutMs?: number
 }
 
 export type DockerExecResult = {readonly exitCode: number; readonly stdout: string; readonly stderr: string}
@@ -321,6 +326,21 @@ export class DockerRuntime {
   }
 
   /** Runs a command in a running container; the exit code comes from exec.inspect(). */
+  private async endedWithin(ended: Promise<void>, stream: NodeJS.ReadWriteStream, ms: number, what: string, containerId: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        ;(stream as unknown as {destroy(): void}).destroy()
+        reject(new ContainerError('CONTAINER_EXEC_TIMEOUT', `${what} in container ${containerId.slice(0, 12)} did not end within ${ms} ms`, {exit: 5}))
+      }, ms)
+    })
+    try {
+      await Promise.race([ended, late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
   async exec(containerId: string, cmd: readonly string[], options: DockerExecOptions = {}): Promise<DockerExecResult> {
     const tty = options.tty ?? false
     const container = this.docker.getContainer(containerId)
@@ -360,7 +380,7 @@ export class DockerRuntime {
     }
     if (options.size) await resize(options.size.rows, options.size.cols)
     options.onStart?.({resize})
-    await ended
+    await (options.timeoutMs === undefined ? ended : this.endedWithin(ended, stream, options.timeoutMs, cmd[0], containerId))
     if (options.stdin) options.stdin.unpipe(input)
     let exitCode: number | null = null
     for (let attempt = 0; attempt < 50; attempt++) {

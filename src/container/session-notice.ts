@@ -10,6 +10,8 @@ import type {DockerRuntime} from './runtime.js'
 /** Where the notice and the login mark live in the container (docker/entrypoint.sh's LOGIN_NOTICE reads the same). */
 export const NOTICE_DIR = '/tmp/gpu-cosplay'
 const NOTICE_ENV = 'GPU_COSPLAY_NOTICE'
+/** the user may make these hang (a FIFO in place of the notice, a terminal that does not read): the reaper goes on */
+const EXEC_TIMEOUT_MS = 10_000
 
 /** The notice file (shown at login) and a line to every terminal the session user owns (their ssh sessions). */
 const NOTIFY_SCRIPT = `d=${NOTICE_DIR}; mkdir -p "$d" && printf '%s\\n' "$${NOTICE_ENV}" >"$d/notice.tmp" && mv -f "$d/notice.tmp" "$d/notice"
@@ -27,7 +29,7 @@ export function containerNotifier(runtime: DockerRuntime): SessionNotifier {
   return async (session, message) => {
     const user = userOf(session)
     if (user === null || !session.container) return // no container: ps and status show the time left
-    const done = await runtime.exec(session.container.id, ['sh', '-c', NOTIFY_SCRIPT], {user, env: {[NOTICE_ENV]: message}})
+    const done = await runtime.exec(session.container.id, ['sh', '-c', NOTIFY_SCRIPT], {user, env: {[NOTICE_ENV]: message}, timeoutMs: EXEC_TIMEOUT_MS})
     if (done.exitCode !== 0) throw new Error(`the notice exited ${done.exitCode}: ${done.stderr.trim().split('\n')[0] ?? ''}`)
   }
 }
@@ -36,7 +38,7 @@ export function containerLogins(runtime: DockerRuntime, now: () => number = Date
   return async (session) => {
     const user = userOf(session)
     if (user === null || !session.container) return null
-    const done = await runtime.exec(session.container.id, ['sh', '-c', LOGIN_SCRIPT], {user})
+    const done = await runtime.exec(session.container.id, ['sh', '-c', LOGIN_SCRIPT], {user, timeoutMs: EXEC_TIMEOUT_MS})
     const match = /^(\d+) (\d+)\s*$/.exec(done.stdout)
     if (done.exitCode !== 0 || !match) return null
     if (Number(match[1]) > 0) return now()

@@ -51,3 +51,20 @@ it('the warning reaches an ssh login and the notice file; at the end the contain
   expect(world.gpuState()).toEqual(before)
   expect(world.json(['ps']).json).toEqual([])
 })
+
+it('a user who plants a FIFO where the notice is written does not stall the reaper: it goes on and still ends the session', () => {
+  const before = world.gpuState()
+  expect(world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace]).exitCode).toBe(0)
+  expect(world.cli(['ssh', world.id, '--', 'mkdir -p /tmp/gpu-cosplay && mkfifo /tmp/gpu-cosplay/notice.tmp']).exitCode).toBe(0)
+  stageEnd(world, world.id, 20_000, 5_000)
+  const started = Date.now()
+  const warned = world.json(['system', 'reap'])
+  expect(warned.exitCode).toBe(0)
+  expect(Date.now() - started).toBeLessThan(40_000)
+  expect(warned.json.notes).toEqual([expect.stringMatching(/the warning did not reach it \(.*did not end within/)])
+
+  stageEnd(world, world.id, 30_000, -1_000)
+  expect(world.json(['system', 'reap']).json.actions).toMatchObject([{name: world.id, action: 'ended', reason: 'ttl'}])
+  expect(containersOf(world.id)).toEqual([])
+  expect(world.gpuState()).toEqual(before)
+})
