@@ -18,3 +18,9 @@ export function groupNamesOf(user: string, uid: number, files = {passwd: '/etc/p
     .filter((f) => f[2] === primaryGid || (f[3] ?? '').split(',').includes(user))
     .map((f) => f[0])
 }
+
+/** A group's id by name, from /etc/group; null when there is no such group. */
+export function groupId(group: string, groupFile = '/etc/group'): number | null {
+  const gid = linesOf(groupFile).find((f) => f[0] === group)?.[2]
+  return gid !== undefined && /^\d+$/.test(gid) ? Number(gid) : null
+}

@@ -6,7 +6,7 @@ import {readBoxConfig} from '../core/read-box-config.js'
 import type {Executor} from '../core/executor.js'
 import {readTextIfExists} from '../core/json-file.js'
 import {renderSudoers, SUDOERS_PATH} from './entry-point.js'
-import {groupId} from './engine-route.js'
+import {groupId} from '../core/user-groups.js'
 import {installedReaper, REAPER_PERIOD_S} from './reaper-timer.js'
 import {whyNotRootOnly, whyTreeNotRootOnly} from './trusted-path.js'
 

@@ -11,10 +11,10 @@
  * Who the caller is never comes from here: the engine learns it from sudo.
  */
 import {spawn} from 'node:child_process'
-import {readFileSync} from 'node:fs'
 
 import {adoptEngineConfig, ENGINE_ENV, isSandbox, pinBoxPaths, pinEngineEnvironment, type BoxConfig} from '../core/box-config.js'
 import {readBoxConfig} from '../core/read-box-config.js'
+import {groupId} from '../core/user-groups.js'
 
 type Env = NodeJS.ProcessEnv
 
@@ -77,20 +77,6 @@ export function runsAsClient(argv: readonly string[], env: Env): boolean {
 function isMember(group: string): boolean {
   const gid = groupId(group)
   return gid !== null && (process.getgroups?.() ?? []).includes(gid)
-}
-
-export function groupId(group: string, groupFile = '/etc/group'): number | null {
-  let text: string
-  try {
-    text = readFileSync(groupFile, 'utf8')
-  } catch {
-    return null
-  }
-  for (const line of text.split('\n')) {
-    const [name, , gid] = line.split(':')
-    if (name === group && /^\d+$/.test(gid ?? '')) return Number(gid)
-  }
-  return null
 }
 
 /**

@@ -10,7 +10,8 @@ import {join} from 'node:path'
 
 import {readBoxConfig} from '../../../src/core/read-box-config.js'
 import {renderEntryPoint, renderSudoers} from '../../../src/system/entry-point.js'
-import {groupId, runsAsClient} from '../../../src/system/engine-route.js'
+import {groupId} from '../../../src/core/user-groups.js'
+import {runsAsClient} from '../../../src/system/engine-route.js'
 import {whyNotRootOnly, whyTreeNotRootOnly} from '../../../src/system/trusted-path.js'
 
 const isRoot = process.getuid?.() === 0
