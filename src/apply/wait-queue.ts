@@ -61,6 +61,8 @@ export function listQueue(stateDir: string): QueuedRequest[] {
     if (read?.ok && isAlive(read.data)) live.push(read.data)
     else if (read !== null) fs.rmSync(file, {force: true}) // a waiter killed -9, or a damaged entry: no trace
   }
+  // the usual case (ps, status): nobody waits, and the books need not be read for the order
+  if (live.length === 0) return []
   const held = new Map<number, number>()
   for (const {session} of listSessions(stateDir)) if (!isLeaseSession(session)) held.set(session.owner.uid, (held.get(session.owner.uid) ?? 0) + 1)
   return fairOrder(live, held).map((entry, i) => ({...entry, position: i + 1}))
