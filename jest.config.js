@@ -7,6 +7,7 @@ const common = {
   testEnvironment: 'node',
 }
 export default {
+  globalSetup: '<rootDir>/test/direct-python.mjs',
   projects: [
     {...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts']},
     {...common, displayName: 'cli', testMatch: ['<rootDir>/test/cli/**/*.test.ts']},

@@ -7,7 +7,7 @@ import {chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} 
 import {connect, createServer} from 'node:net'
 import {join} from 'node:path'
 
-import {BASE_IMAGE, BIN, docker, SIM_BIN} from './support.js'
+import {BASE_IMAGE, BIN, docker, SIM_BIN, SIM_MODULE} from './support.js'
 
 export const BOX_IMAGE = 'gpu-cosplay-test-box:bookworm'
 export const BOX_LABEL = 'io.gpu-cosplay.test-box'
@@ -26,6 +26,7 @@ export function buildBoxImage(authorizedKeyPath: string): void {
   // node on the box: this machine's own binary (Debian bookworm, as the base image)
   copyFileSync(process.execPath, join(context, 'node'))
   copyFileSync(SIM_BIN, join(context, 'nvidia-smi-sim'))
+  copyFileSync(SIM_MODULE, join(context, 'nvidia_smi_sim.py'))
   copyFileSync(authorizedKeyPath, join(context, 'authorized_keys'))
   writeFileSync(join(context, 'nvidia-smi'), '#!/bin/sh\nGPU_COSPLAY_SIM_STATE=/var/lib/sim/state.json exec /opt/sim/nvidia-smi "$@"\n')
   chmodSync(join(context, 'nvidia-smi'), 0o755)
@@ -38,6 +39,7 @@ RUN useradd --create-home --shell /bin/bash tester && mkdir -p /run/sshd /opt/si
  && echo 'tester ALL=(root) NOPASSWD: /usr/local/bin/nvidia-smi' > /etc/sudoers.d/tester && chmod 0440 /etc/sudoers.d/tester
 COPY node /usr/local/bin/node
 COPY nvidia-smi-sim /opt/sim/nvidia-smi
+COPY nvidia_smi_sim.py /opt/sim/nvidia_smi_sim.py
 COPY nvidia-smi /usr/local/bin/nvidia-smi
 COPY authorized_keys /home/tester/.ssh/authorized_keys
 RUN chown -R tester:tester /home/tester/.ssh && chmod 700 /home/tester/.ssh && chmod 600 /home/tester/.ssh/authorized_keys \\

@@ -8,7 +8,7 @@ import {spawnSync} from 'node:child_process'
 import {chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {MPS_SIM_BIN, ROOT, SIM_BIN, SIM_DIR, type Result} from './support.js'
+import {MPS_SIM_BIN, ROOT, SIM_BIN, SIM_DIR, SIM_MODULE, type Result} from './support.js'
 
 export const PREFIX = '/opt/gpu-cosplay-e2e'
 export const CLI = join(PREFIX, 'bin', 'gpu-cosplay')
@@ -45,6 +45,7 @@ export class SharedBox {
     rmSync(PROGRAMS, {recursive: true, force: true})
     mkdirSync(PROGRAMS, {mode: 0o755})
     copyFileSync(SIM_BIN, join(PROGRAMS, 'nvidia-smi-sim'))
+    copyFileSync(SIM_MODULE, join(PROGRAMS, 'nvidia_smi_sim.py'))
     copyFileSync(MPS_SIM_BIN, join(PROGRAMS, 'mps-sim'))
     rmSync(SIM_STATE_DIR, {recursive: true, force: true})
     mkdirSync(SIM_STATE_DIR, {mode: 0o755})

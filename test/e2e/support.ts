@@ -11,6 +11,8 @@ import {join} from 'node:path'
 export const ROOT = process.cwd()
 export const BIN = join(ROOT, 'bin', 'run.js')
 export const SIM_BIN = join(ROOT, 'test', 'sim', 'nvidia-smi')
+/** the simulator's program, which SIM_BIN imports from its own folder: copy it beside SIM_BIN */
+export const SIM_MODULE = join(ROOT, 'test', 'sim', 'nvidia_smi_sim.py')
 export const MPS_SIM_BIN = join(ROOT, 'test', 'sim', 'nvidia-cuda-mps-control')
 export const USER = 'cosplayer'
 export const UID = 1234

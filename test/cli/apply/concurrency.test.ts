@@ -9,7 +9,7 @@ describe('seven concurrent sessions on one H200', () => {
   it('all get distinct instances, the 8th fails cleanly, downs leave others alone, the last restores the GPU', async () => {
     const sim = Sim.create('h200', 1)
     // Non-default values set by an administrator before we came: they must come back, not the defaults.
-    sim.set('gpus.0.power_limit', 650).set('gpus.0.persistence', false)
+    sim.setAll({'gpus.0.power_limit': 650, 'gpus.0.persistence': false})
     const pristine = gpuState(sim)
     const env = sim.env()
 

@@ -16,7 +16,7 @@ const UP = ['up', 't4', '--no-container', '--name', 'refused']
 
 /** A host whose persistence mode is off, so that `-pm 1` is a change, and a user nvidia-smi treats as not root. */
 function host(requireRoot: boolean | string[]): {sim: Sim; env: Env; before: unknown[]} {
-  const sim = Sim.create('h200', 1).set('gpus.0.persistence', false).set('gpus.0.power_limit', 650).set('require_root', requireRoot)
+  const sim = Sim.create('h200', 1).setAll({'gpus.0.persistence': false, 'gpus.0.power_limit': 650, require_root: requireRoot})
   return {sim, env: sim.env({GPU_COSPLAY_SIM_EUID: '1000'}), before: gpuState(sim)}
 }
 

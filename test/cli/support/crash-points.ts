@@ -9,7 +9,7 @@ import {gpuState, killHungSims, mutatingCalls, startCli, waitForCall} from './ru
 
 /** An H200 whose power limit and persistence mode are not the defaults, so a restore to "as found" is visible. */
 export function freshHost(): Sim {
-  return Sim.create('h200', 1).set('gpus.0.power_limit', 650).set('gpus.0.persistence', false)
+  return Sim.create('h200', 1).setAll({'gpus.0.power_limit': 650, 'gpus.0.persistence': false})
 }
 
 /** A fresh host, its CLI environment, and the GPU state a restore must bring back. */

@@ -76,7 +76,8 @@ export async function waitForCall(sim: Sim, test: (call: {argv: string[]; fault?
 
 /** The GPU as an observer sees it: what must come back exactly after `down` or `recover`. */
 export function gpuState(sim: Sim): unknown[] {
-  return observedGpus(JSON.parse(sim.smi(['--sim-dump'])))
+  // the simulator replaces its state file whole (write, then rename), so a plain read sees one consistent state
+  return observedGpus(sim.state())
 }
 
 /** The observable part of a simulator dump (`nvidia-smi --sim-dump`), wherever the simulator runs. */
