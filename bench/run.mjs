@@ -6,6 +6,10 @@ import {mkdtempSync, readFileSync, existsSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
+import directPython from '../test/direct-python.mjs'
+
+// the simulator stands in for a compiled nvidia-smi: time it without a version manager's python shim (~70 ms a start)
+directPython()
 const RUNS = Number(process.env.BENCH_RUNS ?? 21)
 const root = new URL('..', import.meta.url).pathname
 const sim = join(root, 'test/sim/nvidia-smi')
