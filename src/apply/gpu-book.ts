@@ -1,6 +1,6 @@
 import path from 'node:path'
 
-import {z} from 'zod'
+import * as z from 'zod'
 
 import {StateError} from '../core/errors.js'
 import {STEP_KINDS} from '../core/names.js'

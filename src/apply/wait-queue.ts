@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
-import {z} from 'zod'
+import * as z from 'zod'
 
 import {isCosplayError, StateError} from '../core/errors.js'
 import {isUnsafeFileError, readJsonFile, writeJsonAtomic} from '../core/json-file.js'

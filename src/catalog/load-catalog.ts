@@ -3,7 +3,7 @@ import path from 'node:path'
 
 import createDebug from 'debug'
 import {load, YAMLException} from 'js-yaml'
-import type {z} from 'zod'
+import type * as z from 'zod'
 
 import {CatalogError} from '../core/errors.js'
 import {DEBUG_NS} from '../core/names.js'

@@ -1,4 +1,4 @@
-import type {z} from 'zod'
+import type * as z from 'zod'
 
 import type {DeepReadonly} from '../core/deep-readonly.js'
 import type {achievedFractionSchema, archSchema, hostModelSchema, migProfileBaseSchema, migProfileSchema, targetSchema} from './schema.js'

@@ -5,7 +5,7 @@
  */
 import path from 'node:path'
 
-import {z} from 'zod'
+import * as z from 'zod'
 
 import {ContainerError} from '../core/errors.js'
 import {readJsonFile, writeTextAtomic} from '../core/json-file.js'

@@ -1,6 +1,6 @@
 /** Reads and checks the box's configuration: a YAML parser and a schema, loaded only where a box is installed. */
 import {load} from 'js-yaml'
-import {z} from 'zod'
+import * as z from 'zod'
 
 import {BOX_CONFIG_FILE, type BoxConfig} from './box-config.js'
 import {durationMs} from './duration.js'

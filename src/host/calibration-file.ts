@@ -1,7 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 
-import {z} from 'zod'
+import * as z from 'zod'
 
 import {StateError} from '../core/errors.js'
 import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'

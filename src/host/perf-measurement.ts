@@ -1,4 +1,4 @@
-import {z} from 'zod'
+import * as z from 'zod'
 
 /**
  * What runtime-hooks/gpu_cosplay_perf.py prints: measurements only, no verdicts (src/plan/perf-verdict.ts

@@ -7,7 +7,7 @@
 import {join} from 'node:path'
 
 import {load} from 'js-yaml'
-import {z} from 'zod'
+import * as z from 'zod'
 
 import {readTextIfExists} from '../core/json-file.js'
 import {parseHostUrl} from './host-url.js'

@@ -2,7 +2,7 @@ import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
 import {load, loadAll} from 'js-yaml'
-import {z} from 'zod'
+import * as z from 'zod'
 
 /** Golden files under test/fixtures/export; UPDATE_GOLDEN=1 rewrites them (review the diff before committing). */
 export const GOLDEN_DIR = join(process.cwd(), 'test', 'fixtures', 'export')
