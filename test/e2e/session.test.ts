@@ -198,7 +198,7 @@ describe('the costume with real torch', () => {
       `FROM ${built.json.tag}\nRUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-torch && rm -rf /var/lib/apt/lists/*\n`,
     )
     const up = world.json(['up', '3090', '--name', world.id, '--workspace', world.workspace, '--image', TORCH_IMAGE])
-    expect(up.exitCode).toBe(0)
+    expect({exit: up.exitCode, error: up.json.error}).toEqual({exit: 0, error: undefined}) // a failure shows its error
     const probe = world.cli([
       'exec',
       world.id,
