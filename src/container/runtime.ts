@@ -326,21 +326,6 @@ export class DockerRuntime {
   }
 
   /** Runs a command in a running container; the exit code comes from exec.inspect(). */
-  private async endedWithin(ended: Promise<void>, stream: NodeJS.ReadWriteStream, ms: number, what: string, containerId: string): Promise<void> {
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => {
-        ;(stream as unknown as {destroy(): void}).destroy()
-        reject(new ContainerError('CONTAINER_EXEC_TIMEOUT', `${what} in container ${containerId.slice(0, 12)} did not end within ${ms} ms`, {exit: 5}))
-      }, ms)
-    })
-    try {
-      await Promise.race([ended, late])
-    } finally {
-      clearTimeout(timer)
-    }
-  }
-
   async exec(containerId: string, cmd: readonly string[], options: DockerExecOptions = {}): Promise<DockerExecResult> {
     const tty = options.tty ?? false
     const container = this.docker.getContainer(containerId)
@@ -380,7 +365,7 @@ export class DockerRuntime {
     }
     if (options.size) await resize(options.size.rows, options.size.cols)
     options.onStart?.({resize})
-    await (options.timeoutMs === undefined ? ended : this.endedWithin(ended, stream, options.timeoutMs, cmd[0], containerId))
+    await (options.timeoutMs === undefined ? ended : endedWithin(ended, stream, options.timeoutMs, cmd[0], containerId))
     if (options.stdin) options.stdin.unpipe(input)
     let exitCode: number | null = null
     for (let attempt = 0; attempt < 50; attempt++) {
@@ -515,4 +500,20 @@ function collector(chunks: Buffer[]): Writable {
   const stream = new PassThrough()
   stream.on('data', (chunk: Buffer) => chunks.push(chunk))
   return stream
+}
+
+/** `ended`, or CONTAINER_EXEC_TIMEOUT after `ms` (the exec's stream is closed then, so nothing waits on it). */
+async function endedWithin(ended: Promise<void>, stream: NodeJS.ReadWriteStream, ms: number, what: string, containerId: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      ;(stream as unknown as {destroy(): void}).destroy()
+      reject(new ContainerError('CONTAINER_EXEC_TIMEOUT', `${what} in container ${containerId.slice(0, 12)} did not end within ${ms} ms`, {exit: 5}))
+    }, ms)
+  })
+  try {
+    await Promise.race([ended, late])
+  } finally {
+    clearTimeout(timer)
+  }
 }
