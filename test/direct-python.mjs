@@ -14,7 +14,8 @@ export default function directPython() {
   } catch {
     return // no python3: the tests that need it say so themselves
   }
-  const path = process.env.PATH ?? ''
+  if (interpreter === '') return
   const folder = dirname(interpreter)
-  if (interpreter !== '' && path.split(':')[0] !== folder) process.env.PATH = `${folder}:${path}`
+  const path = process.env.PATH ?? ''
+  if (path.split(':')[0] !== folder) process.env.PATH = `${folder}:${path}`
 }

@@ -127,7 +127,8 @@ export class Sim {
 
   /** MIG on for these GPUs, as after `nvidia-smi -mig 1` and a reset */
   enableMig(...gpus: number[]): this {
-    return this.setAll(Object.fromEntries(gpus.flatMap((gpu) => [`gpus.${gpu}.mig_current`, `gpus.${gpu}.mig_pending`].map((key) => [key, true]))))
+    const keys = gpus.flatMap((gpu) => [`gpus.${gpu}.mig_current`, `gpus.${gpu}.mig_pending`])
+    return this.setAll(Object.fromEntries(keys.map((key) => [key, true])))
   }
 
   /** another user's instances: `nvidia-smi mig -i GPU -cgi IDS -C` */
