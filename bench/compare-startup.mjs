@@ -5,17 +5,13 @@
 import {spawnSync} from 'node:child_process'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join, resolve} from 'node:path'
+import {join} from 'node:path'
+
+import {checkouts, median} from './bench-kit.mjs'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15)
-const here = new URL('..', import.meta.url).pathname
-if (!process.argv[2]) {
-  console.error('usage: node bench/compare-startup.mjs OTHER_CHECKOUT')
-  process.exit(2)
-}
-const trees = {other: resolve(process.argv[2]), this: here}
+const trees = checkouts('node bench/compare-startup.mjs OTHER_CHECKOUT')
 const COMMANDS = [['ls'], ['info', '3090'], ['plan', '3090', '--on', 'h200']]
-const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]
 const dir = mkdtempSync(join(tmpdir(), 'gpu-cosplay-compare-startup-'))
 // no GPU and an empty state directory: what a fresh machine sees
 const env = {...process.env, GPU_COSPLAY_STATE_DIR: join(dir, 'state'), GPU_COSPLAY_NVIDIA_SMI: '/nonexistent/nvidia-smi', NO_COLOR: '1'}

@@ -6,16 +6,14 @@
 import {execFileSync, spawnSync} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join, resolve} from 'node:path'
+import {join} from 'node:path'
+
+import {checkouts, median} from './bench-kit.mjs'
 
 const BASE_IMAGE = process.env.BENCH_BASE_IMAGE ?? 'gpu-cosplay-test-base:bookworm'
 const RUNS = Number(process.env.BENCH_UP_RUNS ?? 7)
-const here = new URL('..', import.meta.url).pathname
-if (!process.argv[2]) {
-  console.error('usage: node bench/compare-up.mjs OTHER_CHECKOUT')
-  process.exit(2)
-}
-const trees = {other: resolve(process.argv[2]), this: here}
+const trees = checkouts('node bench/compare-up.mjs OTHER_CHECKOUT')
+const here = trees.this
 
 const dir = mkdtempSync(join(tmpdir(), 'gpu-cosplay-compare-up-'))
 mkdirSync('/var/tmp/gpu-cosplay-sim', {recursive: true})
@@ -23,7 +21,6 @@ const state = `/var/tmp/gpu-cosplay-sim/compare-${process.pid}.json` // where th
 const ws = join(dir, 'ws')
 mkdirSync(ws)
 const sim = join(here, 'test/sim/nvidia-smi')
-const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]
 
 try {
   for (const mode of ['alone', 'beside']) {

@@ -6,6 +6,8 @@ import {mkdirSync, mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
+import {median} from './bench-kit.mjs'
+
 const BASE = process.env.BENCH_BASE_IMAGE ?? 'gpu-cosplay-test-base:bookworm'
 const TAG = 'gpu-cosplay-bench:latest'
 const RUNS = Number(process.env.BENCH_UP_RUNS ?? 5)
@@ -54,7 +56,6 @@ try {
   run(['up', 't4', '--no-container', '--name', 'bench-anchor', '--json'])
   const team = timeUps('bench-team')
   run(['down', 'bench-anchor', '--json'])
-  const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]
 
   const rows = (image) => docker('history', '--no-trunc', '--format', '{{.ID}}\t{{.Size}}\t{{.CreatedBy}}', image).stdout.trim().split('\n')
   const added = rows(TAG).slice(0, rows(TAG).length - rows(BASE).length)

@@ -7,6 +7,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import directPython from '../test/direct-python.mjs'
+import {median} from './bench-kit.mjs'
 
 // the simulator stands in for a compiled nvidia-smi: time it without a version manager's python shim (~70 ms a start)
 directPython()
@@ -20,11 +21,6 @@ execFileSync(sim, ['--sim-init', '--model', 'h200', '--gpus', '8'], {env})
 
 const callLog = `${state}.calls.log`
 const countCalls = () => (existsSync(callLog) ? readFileSync(callLog, 'utf8').split('\n').filter(Boolean).length : 0)
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]
-}
 
 function timeCommand(argv) {
   for (let i = 0; i < 2; i++) spawnSync(argv[0], argv.slice(1), {env}) // warm the page cache

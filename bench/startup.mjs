@@ -10,15 +10,12 @@ import {chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
+import {median} from './bench-kit.mjs'
+
 const RUNS = Number(process.env.BENCH_RUNS ?? 21)
 const root = new URL('..', import.meta.url).pathname
 const original = process.env.GPU_COSPLAY_PY_ORIGINAL
 const fixtures = join(root, 'test/fixtures/nvidia-smi')
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]
-}
 
 function once([file, ...args], options) {
   const start = process.hrtime.bigint()

@@ -6,6 +6,8 @@ import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
+import {median} from './bench-kit.mjs'
+
 const RUNS = Number(process.env.BENCH_RUNS ?? 9)
 const root = new URL('..', import.meta.url).pathname
 const bin = join(root, 'bin/run.js')
@@ -14,7 +16,6 @@ const dir = mkdtempSync(join(tmpdir(), 'gpu-cosplay-scrape-'))
 const env = {...process.env, GPU_COSPLAY_SIM_STATE: join(dir, 'sim.json'), GPU_COSPLAY_NVIDIA_SMI: sim, GPU_COSPLAY_STATE_DIR: join(dir, 'state')}
 execFileSync(sim, ['--sim-init', '--model', 'h200', '--gpus', '1'], {env})
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 const cli = (args) => spawnSync(process.execPath, [bin, ...args], {env, encoding: 'utf8'})
 
 function upDownMs() {
