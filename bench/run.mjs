@@ -9,7 +9,9 @@ import {join} from 'node:path'
 import directPython from '../test/direct-python.mjs'
 import {median} from './bench-kit.mjs'
 
-// the simulator stands in for a compiled nvidia-smi: time it without a version manager's python shim (~70 ms a start)
+// the simulator stands in for a compiled nvidia-smi: time it without a version manager's python shim (one row below
+// times a simulator start both ways)
+const pathAsFound = process.env.PATH
 directPython()
 const RUNS = Number(process.env.BENCH_RUNS ?? 21)
 const root = new URL('..', import.meta.url).pathname
@@ -22,7 +24,7 @@ execFileSync(sim, ['--sim-init', '--model', 'h200', '--gpus', '8'], {env})
 const callLog = `${state}.calls.log`
 const countCalls = () => (existsSync(callLog) ? readFileSync(callLog, 'utf8').split('\n').filter(Boolean).length : 0)
 
-function timeCommand(argv) {
+function timeCommand(argv, env) {
   for (let i = 0; i < 2; i++) spawnSync(argv[0], argv.slice(1), {env}) // warm the page cache
   const times = []
   let calls = 0
@@ -44,7 +46,10 @@ const rows = [
   ['info 3090', [...cli, 'info', '3090']],
   ['plan 3090 --on h200', [...cli, 'plan', '3090', '--on', 'h200']],
   ['plan 3090 --host-gpu 0 (8x H200 sim)', [...cli, 'plan', '3090', '--host-gpu', '0']],
-].map(([name, argv]) => ({name, ...timeCommand(argv)}))
+  ['simulator nvidia-smi -L', [sim, '-L']],
+  ['the same, compiled at every start', ['python3', '-S', join(root, 'test/sim/nvidia_smi_sim.py'), '-L']],
+  ['the same, python3 as PATH had it', [sim, '-L'], {...env, PATH: pathAsFound}],
+].map(([name, argv, withEnv = env]) => ({name, ...timeCommand(argv, withEnv)}))
 
 const floor = rows[0].medianMs
 console.log(`gpu-cosplay bench: ${RUNS} runs each, median wall time (node ${process.version}, ${new Date().toISOString()})`)
