@@ -4,6 +4,7 @@ import {build} from 'esbuild'
 import {readFileSync, rmSync, writeFileSync} from 'node:fs'
 
 rmSync('dist', {recursive: true, force: true})
+const {version} = JSON.parse(readFileSync('package.json', 'utf8'))
 const common = {
   outdir: 'dist',
   bundle: true,
@@ -28,13 +29,15 @@ await build({
     'compile-catalog': 'src/catalog/compile-catalog.ts',
     // bin/run.js starts `up`'s first nvidia-smi -L from here before loading oclif; up picks up the same promise
     'first-listing': 'src/client/first-listing.ts',
-    // on a shared box, bin/run.js asks here whether the engine runs the command (src/system/engine-route.ts)
+    // on a shared box, bin/run.js asks here how this process stands (src/system/engine-route.ts)
     'engine-route': 'src/system/engine-route.ts',
+    // the shared box's root engine: one typed request on stdin, no command parser (src/engine/serve-engine.ts)
+    engine: 'src/engine/serve-engine.ts',
   },
+  define: {GPU_COSPLAY_VERSION: JSON.stringify(version)},
 })
 
 // ls, info and plan --on without oclif: the same command classes on a small stand-in (oclif-lite.ts).
-const {version} = JSON.parse(readFileSync('package.json', 'utf8'))
 await build({
   ...common,
   entryPoints: {fast: 'src/fast.ts'},

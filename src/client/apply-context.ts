@@ -7,7 +7,6 @@ import {readFileSync} from 'node:fs'
 import {homedir, hostname} from 'node:os'
 
 import type {BookStoreDeps} from '../apply/book-store.js'
-import type {Cancellation} from '../apply/engine.js'
 import {resolveStateDir, type StateDir} from '../apply/state-dir.js'
 import {reapWhatIsDue} from './reap-due.js'
 import {sessionSteps} from '../container/session-steps.js'
@@ -18,6 +17,7 @@ import {SmiGpuControl} from '../host/gpu-control.js'
 import {checkSmiPrivileges} from '../host/privileges.js'
 import {Smi, smiPathFrom} from '../host/smi.js'
 import {CANCEL_ON_EOF_ENV} from '../remote/remote-command-line.js'
+import type {CancelToken} from './request-io.js'
 
 export type ApplyContext = {
   readonly stateDir: StateDir
@@ -75,8 +75,9 @@ function readBootId(): string | null {
  * leaves the journal to `gpu-cosplay recover`. Run by a --host client (GPU_COSPLAY_CANCEL_ON_EOF=1), EOF on stdin
  * counts as the first Ctrl-C too: ssh without a pty sends no SIGHUP when the client goes away, it only closes stdin.
  */
-export function cancelOnSignals(say: (message: string) => void, env: NodeJS.ProcessEnv = process.env): Cancellation & {dispose(): void} {
+export function cancelOnSignals(say: (message: string) => void, env: NodeJS.ProcessEnv = process.env): CancelToken & {dispose(): void} {
   const state = {requested: false}
+  const aborter = new AbortController()
   const onSignal = (signal: NodeJS.Signals | 'EOF on stdin') => {
     if (state.requested) {
       say(`${signal} again: leaving now; the journal keeps what was done, run gpu-cosplay recover to undo it`)
@@ -84,6 +85,7 @@ export function cancelOnSignals(say: (message: string) => void, env: NodeJS.Proc
     }
     state.requested = true
     say(`${signal}: finishing the current step, then undoing (press Ctrl-C again to leave it to gpu-cosplay recover)`)
+    aborter.abort()
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
@@ -94,6 +96,7 @@ export function cancelOnSignals(say: (message: string) => void, env: NodeJS.Proc
     get requested() {
       return state.requested
     },
+    signal: aborter.signal,
     dispose() {
       process.off('SIGINT', onSignal)
       process.off('SIGTERM', onSignal)

@@ -34,6 +34,7 @@ export function firstListing(env: NodeJS.ProcessEnv = process.env): Promise<List
  * `up` on another box, skip it; bad flags only cost a read.
  */
 export function upReadsLocalGpu(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
-  if (argv[0] !== 'up' || env.GPU_COSPLAY_HOST?.trim()) return false
+  // a member's up is read by the engine, which starts its own listing as soon as it has the request
+  if (argv[0] !== 'up' || env.GPU_COSPLAY_HOST?.trim() || env.GPU_COSPLAY_ENGINE === 'member') return false
   return !argv.some((arg) => arg === '--host' || arg.startsWith('--host=') || arg === '-h' || arg === '--help')
 }

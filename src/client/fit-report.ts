@@ -21,14 +21,12 @@ export type FitRow = {
 }
 export type ReportResult = {file: string; rows: FitRow[]; skippedLines: number}
 
-/** The report of the session's workspace (the caller's only session when `name` is undefined), or of `workspace`. */
-export async function readFitReport(name: string | undefined, workspace: string | undefined): Promise<ReportResult> {
-  let dir = workspace
-  if (!dir) {
-    const {accessSession} = await import('./session-access.js')
-    dir = accessSession(name).container.workspace ?? undefined
-    if (!dir) throw new InputError('NO_WORKSPACE', 'the session has no /workspace bind; pass --workspace DIR')
-  }
+/**
+ * The report in a workspace (a session's, as `session` answered it, or one given), read by this process: on a shared
+ * box that is the member's own, so a link there reads only what the member could read anyway.
+ */
+export function readFitReport(dir: string | null): ReportResult {
+  if (!dir) throw new InputError('NO_WORKSPACE', 'the session has no /workspace bind; pass --workspace DIR')
   const file = path.join(path.resolve(dir), '.gpu-cosplay', 'fit.jsonl')
   return parseFitReport(file, readIfThere(file))
 }

@@ -16,6 +16,7 @@ import {loadOrCreateSshIdentity, type SshIdentity} from '../container/ssh-keys.j
 import {ContainerError, InputError} from '../core/errors.js'
 import {actsForCaller} from '../core/box-config.js'
 import {invokingUser} from '../core/invoking-user.js'
+import type {RequestIo} from './request-io.js'
 
 export type SessionAccess = {
   /** the session as its book recorded it when it was picked */
@@ -97,30 +98,41 @@ export async function authorizeKeyInSession(access: SessionAccess, publicKey: st
 export async function execInSession(
   access: SessionAccess,
   argv: readonly string[],
-  io: {stdin?: Readable; stdout: Writable; stderr: Writable; tty: boolean},
+  io: {stdin?: Readable; stdout: Writable; stderr: Writable; tty: boolean; terminal: RequestIo['terminal']},
 ): Promise<number> {
   const runtime = new DockerRuntime()
-  const stdout = io.stdout
-  const tty = io.tty
-  const {windowSize} = await import('./terminal-io.js')
-  let onResize: (() => void) | null = null
+  const {tty, terminal} = io
+  let stopFollowing: (() => void) | null = null
   try {
     const result = await runtime.exec(access.container.id, argv, {
       tty,
       stdin: io.stdin,
       user: execUserOf(access.container),
       workingDir: '/workspace',
-      stdout,
+      stdout: io.stdout,
       stderr: io.stderr,
-      ...(tty ? {size: windowSize()} : {}),
+      ...(tty ? {size: terminal.size()} : {}),
       onStart: ({resize}) => {
-        if (!tty) return
-        onResize = () => void resize(windowSize().rows, windowSize().cols)
-        process.stdout.on('resize', onResize)
+        if (tty) stopFollowing = terminal.onResize((size) => void resize(size.rows, size.cols))
       },
     })
     return result.exitCode
   } finally {
-    if (onResize) process.stdout.off('resize', onResize)
+    ;(stopFollowing as (() => void) | null)?.()
   }
+}
+
+/** What a session's owner needs to reach it from their own process: its sshd (none: docker exec) and the pinned host key. */
+export type SessionReach = {
+  session: string
+  sshHost: string | null
+  sshPort: number | null
+  user: string
+  hostKey: string | null
+  workspace: string | null
+}
+
+export function sessionReach(name: string | null): SessionReach {
+  const c = accessSession(name ?? undefined).container
+  return {session: c.session, sshHost: c.sshHost, sshPort: c.sshPort, user: c.user, hostKey: c.hostKey ?? null, workspace: c.workspace}
 }

@@ -16,7 +16,7 @@ import {remoteCommandLine} from '../remote/remote-command-line.js'
 import {RemoteError} from '../remote/remote-error.js'
 import {runRemote} from '../remote/run-remote.js'
 import type {BoxConfig} from '../core/box-config.js'
-import {askEngine} from '../system/ask-engine.js'
+import {askEngine} from '../system/engine-client.js'
 import type {SshTransport} from '../remote/ssh-transport.js'
 import type {SshConfigResult} from './session-ssh-config.js'
 import {withHost} from './forward-to-host.js'
@@ -160,10 +160,21 @@ export async function pinnedConfig(
 /**
  * `ssh-config` by a member of a shared box: this box's engine authorises the member's client key in their container
  * and names its sshd and host key (as a --host box does); the entry and the pinned key are written here, as the member.
+ * Asked by a --host client (`authorizeKey`: that machine's key), the answer goes back to it and nothing is written here.
  */
-export async function sshConfigOnThisBox(config: BoxConfig, request: {name: string | undefined; install: boolean}): Promise<SshConfigResult> {
+export async function sshConfigOnThisBox(
+  config: BoxConfig,
+  request: {name: string | undefined; install: boolean; authorizeKey?: string},
+): Promise<SshConfigResult> {
   const sshDir = join(homedir(), '.ssh')
-  const key = loadOrCreateClientKey(sshDir)
-  const sshd = sshdFromAnswer(await askEngine(config, authorizeArgv(request.name, key)), 'this box')
-  return pinnedConfig(sshd, {alias: `gpu-cosplay-${sshd.session}`, proxyJump: null}, key, sshDir, request.install)
+  const key = request.authorizeKey === undefined ? loadOrCreateClientKey(sshDir) : null
+  const answer = await askEngine(
+    config,
+    {op: 'authorize-key', name: request.name ?? null, publicKey: key?.publicKey ?? request.authorizeKey!},
+    {progress: null, cancellable: false},
+  )
+  const sshd = sshdFromAnswer(answer, 'this box')
+  if (key !== null) return pinnedConfig(sshd, {alias: `gpu-cosplay-${sshd.session}`, proxyJump: null}, key, sshDir, request.install)
+  const host = `gpu-cosplay-${sshd.session}`
+  return {...sshd, host, identityFile: '', proxyJump: null, knownHostsFile: null, entry: '', installed: null}
 }

@@ -17,7 +17,7 @@ export type SshConfigRequest = {
 export async function sshConfigFor(request: SshConfigRequest): Promise<SshConfigResult> {
   const {host, name, install} = request
   if (host?.trim()) return (await import('./session-on-host.js')).sshConfigOnHost({spec: host, name, install, version: request.version})
-  const box = (await import('../system/ask-engine.js')).memberOfBox()
-  if (box) return (await import('./session-on-host.js')).sshConfigOnThisBox(box, {name, install})
+  const box = (await import('../system/engine-client.js')).memberOfBox()
+  if (box) return (await import('./session-on-host.js')).sshConfigOnThisBox(box, {name, install, authorizeKey: request.authorizeKey})
   return (await import('./session-ssh-config.js')).sshConfigHere(name, install, request.authorizeKey)
 }

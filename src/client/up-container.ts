@@ -4,13 +4,15 @@
  * result says of the container. The container layer itself loads only for a session with a container.
  */
 import {homedir} from 'node:os'
-import path, {join} from 'node:path'
+import {join} from 'node:path'
 
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
 import type {PrepareInput} from '../container/prepare-container.js'
 import {actsForCaller, engineBoxConfig} from '../core/box-config.js'
+import {StateError} from '../core/errors.js'
 import {invokingUser} from '../core/invoking-user.js'
+import type {ContainerRequest} from '../system/engine-protocol.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {packageRoot} from '../core/package-root.js'
 
@@ -55,49 +57,64 @@ export type ContainerFlags = {
 /** the launched session, and who owns its ssh key */
 export type Launched = LaunchedSession & {readonly keyOwner: PrepareInput['keyOwner']}
 
-/** up's container flags as the container layer takes them; bad values fail here, before anything is contacted. */
-export async function containerInputFrom(flags: ContainerFlags, target: Target, version: string): Promise<Omit<PrepareInput, 'stateDir'>> {
-  const [{parseVolumeFlags, parseEnvFlags, parseByteSize, parseBindAddress, parseWorkspace}, {assertContainerSudoAllowed}] = await Promise.all([
-    import('../container/container-flags.js'),
+/**
+ * The container part of an up request as the container layer takes it; what the caller may not have fails here,
+ * before anything is contacted. For a member (the engine acting for them) their paths are resolved with their own
+ * rights, sshd stays on loopback, and the keys authorised are the ones their client sent; root's own and a sandbox
+ * user's request is taken as given.
+ */
+export async function containerInputFor(request: ContainerRequest, target: Target, version: string): Promise<Omit<PrepareInput, 'stateDir'>> {
+  const [{assertContainerSudoAllowed}, {parseBindAddress, parseWorkspace}] = await Promise.all([
     import('../container/container-privileges.js'),
+    import('../container/container-flags.js'),
   ])
   const user = invokingUser()
+  const forMember = actsForCaller() && !user.isRoot
   // a member's container may get sudo only where the box allows it; root's own always may
-  if (flags.sudo) assertContainerSudoAllowed(actsForCaller() && !user.isRoot ? engineBoxConfig() : null)
-  const workspace = flags.workspace ?? '.'
-  const asked = {workspace: path.resolve(process.cwd(), workspace), volumes: parseVolumeFlags(flags.volume ?? [], process.cwd())}
-  // the engine acting for a member: what is mounted and which keys are read, the caller's own rights decide
-  const forCaller = actsForCaller() && !user.isRoot ? await callerView(user, asked) : null
+  if (request.sudo) assertContainerSudoAllowed(forMember ? engineBoxConfig() : null)
+  const sshBind = parseBindAddress(request.sshBind)
+  if (forMember && !isLoopbackAddress(sshBind)) {
+    throw new StateError('ROOT_ONLY', `up --ssh-bind ${sshBind} publishes sshd beyond this machine: on this shared box only root may`, {
+      exit: 4,
+      fix: ['leave out --ssh-bind (127.0.0.1), or reach the session from elsewhere with gpu-cosplay ssh --host'],
+    })
+  }
+  const volumes = request.volumes.map((v) => [v.source, v.target, ...(v.readOnly ? ['ro'] : [])].join(':'))
+  const asked = {workspace: request.workspace, volumes}
+  // the engine acting for a member: what is mounted, the caller's own rights decide
+  const mounts = forMember ? await callerView(user, asked) : {workspace: parseWorkspace(request.workspace, '/'), volumes}
   return {
-    ...(forCaller ? {callerPublicKeys: forCaller.publicKeys} : {}),
-    sudo: flags.sudo,
+    ...(forMember ? {callerPublicKeys: request.publicKeys} : {}),
+    sudo: request.sudo,
     inEngine: engineBoxConfig() !== null,
-    imageRef: flags.image ?? null,
+    imageRef: request.image,
     version,
     packageRoot: packageRoot(),
     keyOwner: {uid: user.uid, gid: user.gid},
     // the entrypoint never makes root the session user (ssh must not depend on root login): root gets "cosplay"
     owner: user.uid === 0 ? {uid: 1000, gid: 1000, user: 'cosplay'} : {uid: user.uid, gid: user.gid, user: user.user},
-    workspace: forCaller ? forCaller.workspace : parseWorkspace(workspace, process.cwd()),
-    volumes: forCaller ? forCaller.volumes : asked.volumes,
-    env: parseEnvFlags(flags.env ?? []),
-    sshPort: flags['ssh-port'] ?? null,
-    sshBind: parseBindAddress(flags['ssh-bind']),
-    shmSizeBytes: parseByteSize(flags['shm-size']),
+    workspace: mounts.workspace,
+    volumes: mounts.volumes,
+    env: Object.fromEntries(request.env.map((e) => [e.name, e.value])),
+    sshPort: request.sshPort,
+    sshBind,
+    shmSizeBytes: request.shmSizeBytes,
     hasTf32: target.tf32Tflops !== null,
   }
 }
 
-/** The mounts resolved, and the public keys read, as the caller (see container/caller-files.ts). */
+/** A literal loopback address (127.0.0.0/8, ::1): never a name, which could resolve anywhere. */
+export function isLoopbackAddress(address: string): boolean {
+  return address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(address)
+}
+
+/** The mounts resolved as the caller (see container/caller-files.ts). */
 async function callerView(
   caller: {uid: number; gid: number; user: string},
   asked: {workspace: string; volumes: string[]},
-): Promise<{workspace: string; volumes: string[]; publicKeys: string[]}> {
-  const {resolveMountsAsCaller, callerPublicKeys, callerHome} = await import('../container/caller-files.js')
-  const executor = new LocalExecutor()
-  const mounts = await resolveMountsAsCaller(asked, caller, executor)
-  const home = await callerHome(caller, executor)
-  return {...mounts, publicKeys: home === null ? [] : await callerPublicKeys(caller, home, executor)}
+): Promise<{workspace: string; volumes: string[]}> {
+  const {resolveMountsAsCaller} = await import('../container/caller-files.js')
+  return resolveMountsAsCaller(asked, caller, new LocalExecutor())
 }
 
 /** The first use builds the cosplay image: say so, then its progress a line at a time. */

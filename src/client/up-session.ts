@@ -12,8 +12,9 @@ import {CONTAINER_MPS_DIRS} from '../core/names.js'
 import type {Objective, Plan} from '../plan/types.js'
 import type {Placement, PlanFlags} from './choose-host.js'
 import {currentCatalog} from './context.js'
-import type {Spinner} from './progress.js'
-import {buildProgress, type ContainerFlags, containerInputFrom, type Launched, type UpContainer, upContainer} from './up-container.js'
+import {buildProgress, type ContainerFlags, containerInputFor, type Launched, type UpContainer, upContainer} from './up-container.js'
+import type {RequestIo} from './request-io.js'
+import type {RequestOf} from '../system/engine-protocol.js'
 
 export type UpResult = {
   name: string
@@ -39,7 +40,7 @@ export type UpResult = {
   placement?: Placement
 }
 
-/** up's flags, as the command parsed them */
+/** up's flags, as the command parsed them (client/up-request.ts turns them into the request) */
 export type UpFlags = PlanFlags &
   ContainerFlags & {
     readonly name?: string
@@ -49,113 +50,102 @@ export type UpFlags = PlanFlags &
     readonly timeout?: string
   }
 
-/** How up shows its work on stderr: a spinner, and lines (Ctrl-C, the image build); null under --json. */
-export type UpProgress = Spinner & {say(line: string): void}
-
-/** Brings a session for `gpu` up on this box's GPU, with a container unless --no-container. */
-export async function upSession(gpu: string, flags: UpFlags, version: string, progress: UpProgress | null): Promise<UpResult> {
+/**
+ * Brings a session up on this box's GPU, with a container unless the request has none: in this process, or in the
+ * engine for a member (the same function; the caller is the process's invoking user either way).
+ */
+export async function upSession(request: RequestOf<'up'>, io: RequestIo, version: string): Promise<UpResult> {
   const catalog = await currentCatalog()
-  const target = resolveTarget(catalog, gpu)
-  // Flags are checked before Docker or the GPU is contacted.
-  if (flags.name !== undefined) (await import('../apply/session-names.js')).assertSessionName(flags.name)
+  const target = resolveTarget(catalog, request.target)
+  // Checks before Docker or the GPU is contacted.
+  if (request.name !== null) (await import('../apply/session-names.js')).assertSessionName(request.name)
   // on a shared box a member's session may not bind every tenant's clock or power, nor a privileged host port
-  if (flags['lock-clock']) requireRootOnSharedBox('up --lock-clock', "locks the clock of every tenant's GPU")
-  if (flags['cap-power']) requireRootOnSharedBox('up --cap-power', "caps the power of every tenant's GPU")
-  if ((flags['ssh-port'] ?? 1024) < 1024) requireRootOnSharedBox(`up --ssh-port ${flags['ssh-port']}`, 'takes a privileged port of the host')
-  const fair = await fairShareOf(flags)
-  const containerInput = flags['no-container'] ? null : await containerInputFrom(flags, target, version)
+  if (request.lockClock) requireRootOnSharedBox('up --lock-clock', "locks the clock of every tenant's GPU")
+  if (request.capPower) requireRootOnSharedBox('up --cap-power', "caps the power of every tenant's GPU")
+  const sshPort = request.container?.sshPort ?? null
+  if (sshPort !== null && sshPort < 1024) requireRootOnSharedBox(`up --ssh-port ${sshPort}`, 'takes a privileged port of the host')
+  const fair = await fairShareOf(request)
+  const containerInput = request.container === null ? null : await containerInputFor(request.container, target, version)
   // The first look at the GPUs (`-L`, read-only), started by bin/run.js before oclif loaded, or now.
   const firstListing = (await import('./first-listing.js')).firstListing()
-  const [{applyContext, cancelOnSignals}, {bringUp}, {findMpsControl}] = await Promise.all([
+  const [{applyContext}, {bringUp}, {findMpsControl}] = await Promise.all([
     import('./apply-context.js'),
     import('../apply/bring-up.js'),
     import('../host/mps.js'),
   ])
   const ctx = await applyContext({mutates: true})
+  const progress = io.progress
   const say = (message: string) => progress?.say(message)
   const startedAt = Date.now()
-  const cancel = cancelOnSignals(say)
-  const request = {
+  const upRequest = {
     target,
-    hostGpu: flags['host-gpu'],
-    objective: flags.match as Objective,
-    strict: flags.strict,
-    name: flags.name ?? null,
+    hostGpu: request.hostGpu,
+    objective: request.match as Objective,
+    strict: request.strict,
+    name: request.name,
     owner: ctx.owner,
     pid: process.pid,
     hostname: ctx.hostname,
-    gpuWide: {lockClock: flags['lock-clock'], capPower: flags['cap-power']},
+    gpuWide: {lockClock: request.lockClock, capPower: request.capPower},
     // --no-mps plans as a host without MPS does: the plan says what the session gets, and no daemon starts
-    mpsAvailable: !flags['no-mps'] && findMpsControl(process.env) !== null,
+    mpsAvailable: !request.noMps && findMpsControl(process.env) !== null,
     // with a container the entrypoint runs the daemon inside it, as the session user
     mpsOnHost: containerInput ? null : {owner: {uid: ctx.user.uid, gid: ctx.user.gid}, runAsOwner: process.getuid?.() === 0 && ctx.user.uid !== 0},
     ttlMs: fair.ttlMs,
     quota: fair.quota,
   }
-  const deps = {...ctx.deps, firstListing, catalog, cancel, onProgress: say, isRoot: ctx.isRoot}
-  progress?.start(`Applying ${target.name} to GPU ${flags['host-gpu']}`)
+  const deps = {...ctx.deps, firstListing, catalog, cancel: io.cancel, onProgress: say, isRoot: ctx.isRoot}
+  progress?.start(`Applying ${target.name} to GPU ${request.hostGpu}`)
   const attempt = async (): Promise<UpResult> => {
     let launched: LaunchedSession | null = null
     let active: ActiveSession
     if (containerInput) {
       const {launchSession} = await import('../container/launch-session.js')
-      launched = await launchSession(request, {...containerInput, stateDir: ctx.stateDir.dir, ...buildProgress(say)}, deps, {
-        onWait: (what) => {
-          cancel.dispose()
-          progress?.start(`Waiting for ${what}`)
-        },
+      launched = await launchSession(upRequest, {...containerInput, stateDir: ctx.stateDir.dir, ...buildProgress(say)}, deps, {
+        onWait: (what) => progress?.start(`Waiting for ${what}`),
+        cancel: io.cancel.signal,
       })
       active = launched.active
     } else {
-      active = await bringUp(request, deps)
+      active = await bringUp(upRequest, deps)
     }
     progress?.stop(launched ? `${Date.now() - startedAt} ms` : 'done')
     return await upResult(active, target, launched && {...launched, keyOwner: containerInput!.keyOwner}, startedAt)
   }
   try {
-    if (!flags.wait) return await attempt()
+    if (!request.wait) return await attempt()
     const {waitInQueue} = await import('../apply/wait-queue.js')
     // Ctrl-C while waiting leaves the queue; nothing was changed yet
-    const left = new AbortController()
-    const leave = () => left.abort()
-    process.on('SIGINT', leave).on('SIGTERM', leave)
-    try {
-      return await waitInQueue(ctx.stateDir.dir, {
-        who: ctx.owner,
-        want: `${target.name} on GPU ${flags['host-gpu']}`,
-        attempt,
-        signal: left.signal,
-        timeoutMs: fair.timeoutMs,
-        bootId: ctx.deps.bootId,
-        onProgress: (p) => progress?.start(`Waiting for a free slice: #${p.position} of ${p.waiting} in the queue`),
-      })
-    } finally {
-      process.off('SIGINT', leave).off('SIGTERM', leave)
-    }
+    return await waitInQueue(ctx.stateDir.dir, {
+      who: ctx.owner,
+      want: `${target.name} on GPU ${request.hostGpu}`,
+      attempt,
+      signal: io.cancel.signal,
+      timeoutMs: fair.timeoutMs,
+      bootId: ctx.deps.bootId,
+      onProgress: (p) => progress?.start(`Waiting for a free slice: #${p.position} of ${p.waiting} in the queue`),
+    })
   } catch (error) {
     progress?.stop('failed')
     throw error
-  } finally {
-    cancel.dispose()
   }
 }
 
 /**
- * The box's fair-share rules for this up (issue 20): its end (--ttl, else the box's default), how long --wait may
- * wait, and the owner's quota. Bad durations fail here, before Docker or the GPU is contacted.
+ * The box's fair-share rules for this up: its end (the asked TTL, else the box's default), how long --wait may wait,
+ * and the owner's quota.
  */
-async function fairShareOf(flags: UpFlags) {
-  const [{engineBoxConfig}, {quotaFor, resolveTtlMs, sessionPolicyOf}, {parseDuration}, {groupNamesOf}] = await Promise.all([
+async function fairShareOf(request: RequestOf<'up'>) {
+  const [{engineBoxConfig}, {quotaFor, sessionTtlMs, sessionPolicyOf}, {groupNamesOf}] = await Promise.all([
     import('../core/box-config.js'),
     import('../core/session-policy.js'),
-    import('../core/duration.js'),
     import('../core/user-groups.js'),
   ])
   const config = engineBoxConfig()
   const user = invokingUser()
   return {
-    ttlMs: resolveTtlMs(flags.ttl, sessionPolicyOf(config), user.isRoot),
-    timeoutMs: flags.timeout === undefined ? undefined : parseDuration(flags.timeout, '--timeout'),
+    ttlMs: sessionTtlMs(request.ttlMs, sessionPolicyOf(config), user.isRoot),
+    timeoutMs: request.timeoutMs ?? undefined,
     quota: quotaFor({user: user.user, isRoot: user.isRoot}, config, config?.quotas ? groupNamesOf(user.user, user.uid) : []),
   }
 }

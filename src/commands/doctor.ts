@@ -14,7 +14,7 @@ export default class Doctor extends BaseCommand {
     const {flags} = await this.parse(Doctor)
     const remote = await this.forwardToHost(flags.host, renderDoctor)
     if (remote) return remote.result
-    const result = await (await import('../client/doctor-checks.js')).checkHost()
+    const result = await (await import('../engine/perform.js')).perform({op: 'doctor'}, {progress: null}, this.config.version)
     if (!this.jsonEnabled()) this.log(renderDoctor(result))
     if (!result.ok) process.exitCode = 1
     return result

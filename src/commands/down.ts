@@ -1,13 +1,11 @@
 import {Args, Flags, ux} from '@oclif/core'
 
-import type {ClosedSession} from '../apply/tear-down.js'
-import {InputError} from '../core/errors.js'
-import {escapeControl} from '../core/failure.js'
+import type {DownResult} from '../client/end-sessions.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostFlag} from '../shell/host-flag.js'
 import {renderDown} from '../render/render-down.js'
 
-export type DownResult = {closed: ClosedSession[]}
+export type {DownResult} from '../client/end-sessions.js'
 
 export default class Down extends BaseCommand {
   static summary = 'End sessions and put the GPU back as it was found'
@@ -23,32 +21,12 @@ A GPU-wide lease hold (\`lease:HOLDER\` in \`ps\`) ends like \`lease release\`; 
     const {argv, flags} = await this.parse(Down)
     const remote = await this.forwardToHost(flags.host, (r: DownResult) => renderDown(r.closed))
     if (remote) return remote.result
-    const names = argv as string[]
-    if (names.length === 0 && !flags.all)
-      throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
-    if (names.length > 0 && flags.all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
-    const [{applyContext}, {tearDown}, {listSessions}] = await Promise.all([
-      import('../client/apply-context.js'),
-      import('../apply/tear-down.js'),
-      import('../apply/book-store.js'),
-    ])
-    const ctx = await applyContext({mutates: true})
-    const chosen = flags.all
-      ? listSessions(ctx.stateDir.dir)
-          .filter((l) => ctx.isRoot || l.session.owner.uid === ctx.owner.uid)
-          .map((l) => l.session.name)
-      : names
-    if (!this.jsonEnabled() && chosen.length > 0) ux.action.start(`Ending ${escapeControl(chosen.join(', '))}`)
-    try {
-      const closed = await tearDown(chosen, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
-      if (!this.jsonEnabled()) {
-        if (chosen.length > 0) ux.action.stop('done')
-        this.log(renderDown(closed))
-      }
-      return {closed}
-    } catch (error) {
-      if (!this.jsonEnabled() && chosen.length > 0) ux.action.stop('failed')
-      throw error
-    }
+    const progress = this.jsonEnabled()
+      ? null
+      : {say: (line: string) => this.logToStderr(line), start: (a: string) => ux.action.start(a), stop: (o: string) => ux.action.stop(o)}
+    const {perform} = await import('../engine/perform.js')
+    const result = await perform({op: 'down', names: argv as string[], all: flags.all === true}, {progress}, this.config.version)
+    if (!this.jsonEnabled()) this.log(renderDown(result.closed))
+    return result
   }
 }

@@ -39,9 +39,9 @@ With --host the session is on a GPU box: gpu-cosplay exec runs there (docker exe
   }
 
   private async runHere(name: string | undefined, command: string[], tty: boolean): Promise<ExecResult> {
-    const [{accessSession, execInSession}, {attached}] = await Promise.all([import('../client/session-access.js'), import('../client/terminal-io.js')])
-    const access = accessSession(name)
-    const exitCode = await attached(tty, () => execInSession(access, command, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, tty}))
-    return {session: access.container.session, exitCode}
+    const [{perform}, {attached, windowSize}] = await Promise.all([import('../engine/perform.js'), import('../client/terminal-io.js')])
+    const size = tty ? windowSize() : null
+    const request = {op: 'exec', name: name ?? null, argv: command, tty, rows: size?.rows ?? null, cols: size?.cols ?? null} as const
+    return attached(tty, () => perform(request, {progress: null, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr}, this.config.version))
   }
 }

@@ -16,16 +16,8 @@ export default class Extend extends BaseCommand {
     const {args, flags} = await this.parse(Extend)
     const remote = await this.forwardToHost(flags.host, renderExtend)
     if (remote) return remote.result
-    const [{parseDuration}, {sessionPolicyOf}, {engineBoxConfig}, {applyContext}, {extendSession}] = await Promise.all([
-      import('../core/duration.js'),
-      import('../core/session-policy.js'),
-      import('../core/box-config.js'),
-      import('../client/apply-context.js'),
-      import('../apply/session-clock.js'),
-    ])
-    const byMs = parseDuration(flags.by, '--by')
-    const ctx = await applyContext({mutates: false})
-    const result = await extendSession(args.name, byMs, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, sessionPolicyOf(engineBoxConfig()), ctx.stateDir.dir)
+    const [{parseDuration}, {perform}] = await Promise.all([import('../core/duration.js'), import('../engine/perform.js')])
+    const result = await perform({op: 'extend', name: args.name, byMs: parseDuration(flags.by, '--by')}, {progress: null}, this.config.version)
     if (!this.jsonEnabled()) this.log(renderExtend(result))
     return result
   }

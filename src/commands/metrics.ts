@@ -24,11 +24,12 @@ It listens on loopback unless --listen names another address. Stop it with Ctrl-
   async run(): Promise<MetricsResult> {
     const {flags} = await this.parse(Metrics)
     const {host, port} = parseListen(flags.listen)
-    // the engine binds as root: a member may serve on loopback and an unprivileged port only
+    // a member serves as themselves; the box's state comes from the engine, and stays on this machine's loopback
     if (!isLoopback(host)) requireRootOnSharedBox(`metrics --listen ${flags.listen}`, 'serves the box to the network')
     if (port !== 0 && port < 1024) requireRootOnSharedBox(`metrics --listen ${flags.listen}`, 'takes a privileged port of the host')
-    const {serveMetrics} = await import('../measure/metrics-server.js')
-    const server = await serveMetrics(host, port)
+    const [{serveMetrics}, {perform}] = await Promise.all([import('../measure/metrics-server.js'), import('../engine/perform.js')])
+    const version = this.config.version
+    const server = await serveMetrics(host, port, () => perform({op: 'status', orphans: false}, {progress: null}, version))
     this.log(`serving metrics on ${server.url} (Ctrl-C stops)`)
     if (!isLoopback(host)) this.warn(`listening on ${host}, not loopback: anyone who can reach it sees who holds which slice`)
     await server.closed
@@ -43,9 +44,12 @@ export function parseListen(listen: string): {host: string; port: number} {
   if (!match || port > 65_535) {
     throw new InputError('BAD_LISTEN', `--listen ${listen} is not ADDRESS:PORT`, {fix: ['e.g. --listen 127.0.0.1:9477 or --listen [::1]:9477']})
   }
-  return {host: match[1] ?? (match[2] || '127.0.0.1'), port}
+  const host = match[1] ?? (match[2] || '127.0.0.1')
+  // the one name taken as loopback without asking a resolver (a name like 127.example may resolve anywhere)
+  return {host: host === 'localhost' ? '127.0.0.1' : host, port}
 }
 
+/** A literal loopback address: 127.0.0.0/8 or ::1, never a name. */
 function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+  return host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 }

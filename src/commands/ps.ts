@@ -22,14 +22,13 @@ export default class Ps extends BaseCommand {
   async run(): Promise<PsResult | QueuedRequest[]> {
     const {flags} = await this.parse(Ps)
     if (flags.queue) {
-      const queue = (await import('../client/read-host-status.js')).readQueue()
+      const queue = await (await import('../engine/perform.js')).perform({op: 'queue'}, {progress: null}, this.config.version)
       if (!this.jsonEnabled()) this.log(renderQueue(queue))
       return queue
     }
     const remote = await this.forwardToHost<PsResult>(flags.host, renderPs, (perHost) => perHost.flatMap(({host, result}) => result.map((s) => ({host, ...s}))))
     if (remote) return remote.result
-    const {readHostStatus} = await import('../client/read-host-status.js')
-    const {sessions} = await readHostStatus({orphans: false})
+    const {sessions} = await (await import('../engine/perform.js')).perform({op: 'status', orphans: false}, {progress: null}, this.config.version)
     if (!this.jsonEnabled()) this.log(renderPs(sessions))
     return sessions
   }

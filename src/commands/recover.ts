@@ -18,9 +18,8 @@ Every mutating command does this for its own GPU first; run it yourself after a 
     const {flags} = await this.parse(Recover)
     const remote = await this.forwardToHost(flags.host, renderRecover)
     if (remote) return remote.result
-    const [{applyContext}, {recoverAll}] = await Promise.all([import('../client/apply-context.js'), import('../apply/recover.js')])
-    const ctx = await applyContext({mutates: true})
-    const result = await recoverAll(ctx.deps)
+    const progress = this.jsonEnabled() ? null : {say: (line: string) => this.logToStderr(line), start: () => undefined, stop: () => undefined}
+    const result = await (await import('../engine/perform.js')).perform({op: 'recover'}, {progress}, this.config.version)
     if (!this.jsonEnabled()) this.log(renderRecover(result))
     return result
   }

@@ -13,7 +13,11 @@ export default class Report extends BaseCommand {
 
   async run(): Promise<ReportResult> {
     const {args, flags} = await this.parse(Report)
-    const result = await readFitReport(args.name, flags.workspace)
+    // the session's workspace comes from the engine (its owner only); the file is read here, with the caller's rights
+    const dir =
+      flags.workspace ??
+      (await (await import('../engine/perform.js')).perform({op: 'session', name: args.name ?? null}, {progress: null}, this.config.version)).workspace
+    const result = readFitReport(dir)
     if (!this.jsonEnabled()) this.log(renderReport(result))
     return result
   }

@@ -2,6 +2,7 @@ import {Flags, ux} from '@oclif/core'
 
 import type {ResetResult} from '../apply/reset-gpu.js'
 import {InputError, StateError} from '../core/errors.js'
+import {requireRootOnSharedBox} from '../core/invoking-user.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostGpuFlag} from '../shell/host-flag.js'
 
@@ -20,6 +21,7 @@ With no usable record (none, or a damaged journal, which is moved aside), clocks
 
   async run(): Promise<ResetCommandResult> {
     const {flags} = await this.parse(Reset)
+    requireRootOnSharedBox('reset', "ends every user's sessions on a GPU")
     if (!flags.yes) {
       throw new InputError('CONFIRMATION_REQUIRED', `reset ends every session on GPU ${flags['host-gpu']} and restores its settings`, {
         fix: [`see what would end: gpu-cosplay status`, `then: gpu-cosplay reset --host-gpu ${flags['host-gpu']} --yes`],

@@ -38,20 +38,38 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
   }
 
   private async runHere(name: string | undefined, command: string[], tty: boolean): Promise<SshResult> {
-    const [{accessSession, identityFor, execInSession, loginToSession}, {attached, runOverSsh}] = await Promise.all([
-      import('../client/session-access.js'),
+    const [{memberOfBox}, {perform}, {attached, runOverSsh, windowSize}] = await Promise.all([
+      import('../system/engine-client.js'),
+      import('../engine/perform.js'),
       import('../client/terminal-io.js'),
     ])
+    const viaExec = async (session: string | null): Promise<SshResult> => {
+      const argv = command.length === 0 ? ['bash', '-l'] : ['sh', '-c', command.join(' ')]
+      const size = tty ? windowSize() : null
+      const request = {op: 'exec', name: session, argv, tty, rows: size?.rows ?? null, cols: size?.cols ?? null} as const
+      const io = {progress: null, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr}
+      const ran = await attached(tty, () => perform(request, io, this.config.version))
+      return {session: ran.session, via: 'exec', exitCode: ran.exitCode}
+    }
+    const lineOf = command.length === 0 ? null : command.join(' ')
+    if (memberOfBox()) {
+      // a member logs in as themselves, with their own key; the engine says where the session's sshd is
+      const {loginAsMember} = await import('../client/member-ssh.js')
+      const login = await loginAsMember(name ?? null)
+      if (login === null) return viaExec(name ?? null)
+      try {
+        return {session: login.session, via: 'ssh', exitCode: await runOverSsh(login.ssh, lineOf, tty)}
+      } finally {
+        login.ssh.close()
+      }
+    }
+    const {accessSession, identityFor, loginToSession} = await import('../client/session-access.js')
     const access = accessSession(name)
     const c = access.container
-    if (c.sshPort === null || c.sshHost === null) {
-      const argv = command.length === 0 ? ['bash', '-l'] : ['sh', '-c', command.join(' ')]
-      const exitCode = await attached(tty, () => execInSession(access, argv, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, tty}))
-      return {session: c.session, via: 'exec', exitCode}
-    }
+    if (c.sshPort === null || c.sshHost === null) return viaExec(c.session)
     const ssh = await loginToSession(access, await identityFor(access))
     try {
-      return {session: c.session, via: 'ssh', exitCode: await runOverSsh(ssh, command.length === 0 ? null : command.join(' '), tty)}
+      return {session: c.session, via: 'ssh', exitCode: await runOverSsh(ssh, lineOf, tty)}
     } finally {
       ssh.close()
     }

@@ -36,8 +36,8 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
       }),
     )
     if (remote) return remote.result
-    const {readHostStatus} = await import('../client/read-host-status.js')
-    const status = await readHostStatus()
+    const {perform} = await import('../engine/perform.js')
+    const status = await perform({op: 'status', orphans: true}, {progress: null}, this.config.version)
     if (!this.jsonEnabled()) this.log(renderStatus(status, style))
     // The records are still worth showing without the GPUs, but a status that could not read them is not a success.
     if (status.error !== undefined) {
@@ -49,13 +49,14 @@ When nvidia-smi is missing or fails, the sessions on record are still listed; th
 
   /** the same picture, redrawn each interval until Ctrl-C; returns the last one read */
   private async watch(everyMs: number): Promise<StatusResult> {
-    const {readHostStatus} = await import('../client/read-host-status.js')
+    const {perform} = await import('../engine/perform.js')
     const {watchScreen} = await import('../shell/watch-screen.js')
+    const version = this.config.version
     let last: HostView | undefined
     await watchScreen({
       intervalMs: everyMs,
       async frame() {
-        last = await readHostStatus()
+        last = await perform({op: 'status', orphans: true}, {progress: null}, version)
         const title = `gpu-cosplay status, every ${everyMs / 1000}s: ${new Date().toLocaleTimeString()}  (Ctrl-C quits)`
         const problem = last.error === undefined ? [] : ['', `${last.error.message} (${last.error.fix.join('; ')})`]
         return [title, '', renderStatus(last, terminalStyle()), ...problem].join('\n')

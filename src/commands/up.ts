@@ -70,9 +70,17 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     }
     const remote = await this.forwardToHost(flags.host, renderUp)
     if (remote) return remote.result
-    const {upSession} = await import('../client/up-session.js')
+    const [{upRequestFrom, memberKey, withMemberKey}, {memberOfBox}, {perform}] = await Promise.all([
+      import('../client/up-request.js'),
+      import('../system/engine-client.js'),
+      import('../engine/perform.js'),
+    ])
+    // a member of a shared box logs in with a key of their own, made here (the engine keeps its own for itself)
+    const key = memberOfBox() ? await memberKey() : null
+    const request = await upRequestFrom(args.gpu, flags, key)
     const progress = quiet ? null : {say, start: (action: string) => ux.action.start(action), stop: (outcome: string) => ux.action.stop(outcome)}
-    const result = await upSession(args.gpu, flags, this.config.version, progress)
+    const answer = await perform(request, {progress}, this.config.version)
+    const result = key ? await withMemberKey(answer, key) : answer
     if (!quiet) this.log(renderUp(result))
     return result
   }

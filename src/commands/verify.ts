@@ -24,8 +24,11 @@ With --perf it measures instead (torch in the session on its GPU, under 30 s): F
     const render = (r: VerifyResult | VerifyPerfResult) => (flags.perf ? renderVerifyPerf(r as VerifyPerfResult) : renderVerify(r as VerifyResult))
     const remote = await this.forwardToHost(flags.host, render)
     if (remote) return remote.result
-    const {verifySession} = await import('../measure/verify-session.js')
-    const result = await verifySession(args.name, {perf: flags.perf, cpu: flags.cpu}, this.jsonEnabled() ? null : ux.action)
+    const {perform} = await import('../engine/perform.js')
+    const progress = this.jsonEnabled()
+      ? null
+      : {say: (line: string) => this.logToStderr(line), start: (a: string) => ux.action.start(a), stop: (o: string) => ux.action.stop(o)}
+    const result = await perform({op: 'verify', name: args.name ?? null, perf: flags.perf === true, cpu: flags.cpu === true}, {progress}, this.config.version)
     if (!this.jsonEnabled()) this.log(render(result))
     if (result.summary.FAIL > 0) process.exitCode = 1
     return result

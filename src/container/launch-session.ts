@@ -22,6 +22,8 @@ import {containerSteps, type SessionContainer, sessionContainer} from './session
 export type LaunchHooks = {
   /** the GPU part is done; the container (its sshd, or its entrypoint) is being waited for */
   readonly onWait?: (what: string) => void
+  /** Ctrl-C (or the member's client gone): a container still booting is not waited for, the session is ended */
+  readonly cancel?: AbortSignal
 }
 
 export type LaunchedSession = {
@@ -69,7 +71,8 @@ export async function launchSession(
         docker.runtime!,
         session.plan.mps,
       )
-      waiting.ready = {describe: readiness.describe, done: readiness.waitUntilReady(READY_TIMEOUT_MS, stopWaiting.signal)}
+      const stop = hooks.cancel ? AbortSignal.any([stopWaiting.signal, hooks.cancel]) : stopWaiting.signal
+      waiting.ready = {describe: readiness.describe, done: readiness.waitUntilReady(READY_TIMEOUT_MS, stop)}
       waiting.ready.done.catch(() => undefined) // awaited below once bring-up is done; unobserved when it fails
       return result
     },

@@ -13,7 +13,8 @@ export const BOX_CONFIG_FILE = `${BOX_CONFIG_DIR}/config.yaml`
  * `root` by bin/run.js for root itself at a shell of an installed box (the caller is root).
  */
 export const ENGINE_ENV = 'GPU_COSPLAY_ENGINE'
-export type EngineMark = 'caller' | 'root'
+/** `member`: bin/run.js marks a member's own client process (not the engine: it runs as the member) */
+export type EngineMark = 'caller' | 'root' | 'member'
 
 /** What /etc/gpu-cosplay/config.yaml holds (read and validated by read-box-config.ts). */
 export type BoxConfig = {

@@ -1,6 +1,6 @@
 import {userInfo} from 'node:os'
 
-import {actsForCaller} from './box-config.js'
+import {actsForCaller, ENGINE_ENV} from './box-config.js'
 import {StateError} from './errors.js'
 
 /** The person who typed the command: under sudo that is SUDO_USER, not root; sessions and keys are theirs. */
@@ -33,7 +33,9 @@ export function invokingUser(env: Readonly<Record<string, string | undefined>> =
  * root's on a shared box: a member reaching the engine for it is refused before anything happens.
  */
 export function requireRootOnSharedBox(command: string, why: string): void {
-  if (actsForCaller() && !invokingUser().isRoot) {
+  // a member's own client says so before it asks (the engine, acting for them, again)
+  const memberClient = process.env[ENGINE_ENV] === 'member' && process.getuid?.() !== 0
+  if (memberClient || (actsForCaller() && !invokingUser().isRoot)) {
     throw new StateError('ROOT_ONLY', `${command} ${why}: on this shared box only root may run it`, {
       exit: 4,
       fix: [`ask an admin: sudo gpu-cosplay ${command}`],

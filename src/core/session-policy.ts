@@ -35,10 +35,14 @@ export function warnLeadMs(lifetimeMs: number): number {
  * else its maximum, else none (null).
  */
 export function resolveTtlMs(requested: string | undefined, policy: SessionPolicy, isRoot: boolean): number | null {
-  if (requested === undefined) return policy.defaultTtlMs ?? policy.maxTtlMs
-  const ms = parseDuration(requested, '--ttl')
-  assertWithinMax(ms, policy, isRoot, `--ttl ${requested}`)
-  return ms
+  return sessionTtlMs(requested === undefined ? null : parseDuration(requested, '--ttl'), policy, isRoot)
+}
+
+/** The TTL of a session asked for with requestedMs (null: none asked, the box's default applies). */
+export function sessionTtlMs(requestedMs: number | null, policy: SessionPolicy, isRoot: boolean): number | null {
+  if (requestedMs === null) return policy.defaultTtlMs ?? policy.maxTtlMs
+  assertWithinMax(requestedMs, policy, isRoot, `--ttl ${formatDuration(requestedMs)}`)
+  return requestedMs
 }
 
 export function assertWithinMax(ms: number, policy: SessionPolicy, isRoot: boolean, what: string): void {

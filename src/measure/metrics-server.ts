@@ -2,7 +2,7 @@ import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
 
 import {METRICS_CONTENT_TYPE, renderMetrics} from './box-metrics.js'
-import {readHostStatus} from '../client/read-host-status.js'
+import type {HostView} from '../client/read-host-status.js'
 
 /** a scrape waits at most this long for a read (nvidia-smi has its own, longer, time limit) */
 const READ_TIMEOUT_MS = 15_000
@@ -11,9 +11,9 @@ const CACHE_MS = 1000
 
 export type MetricsServer = {readonly url: string; readonly closed: Promise<void>}
 
-/** An HTTP server for /metrics until SIGINT, SIGTERM or SIGHUP. */
-export async function serveMetrics(host: string, port: number): Promise<MetricsServer> {
-  const scrape = cachedScrape()
+/** An HTTP server for /metrics until SIGINT, SIGTERM or SIGHUP; each read of the box is `read` (here, or the engine's answer). */
+export async function serveMetrics(host: string, port: number, read: () => Promise<HostView>): Promise<MetricsServer> {
+  const scrape = cachedScrape(read)
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0]
     if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -52,13 +52,13 @@ export async function serveMetrics(host: string, port: number): Promise<MetricsS
 }
 
 /** one read shared by every scrape within CACHE_MS of its start, and by those that arrive while it runs */
-function cachedScrape(): () => Promise<string> {
+function cachedScrape(read: () => Promise<HostView>): () => Promise<string> {
   let last: {startedAt: number; body: Promise<string>} | null = null
   return () => {
     const now = Date.now()
     if (last && now - last.startedAt < CACHE_MS) return last.body
     const body = withTimeout(
-      readHostStatus({orphans: false}).then((view) => renderMetrics(view)),
+      read().then((view) => renderMetrics(view)),
       READ_TIMEOUT_MS,
     )
     const entry = {startedAt: now, body}

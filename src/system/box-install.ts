@@ -22,8 +22,8 @@ import {readTextIfExists, UnsafeFileError, writeTextAtomic} from '../core/json-f
 import {ensureDirMode} from '../core/settle-dir.js'
 import {SHARED_STATE_DIR} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
-import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SUDOERS_PATH} from './entry-point.js'
-import {installReaper, removeReaper} from './reaper-timer.js'
+import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SETSID, SUDOERS_PATH} from './entry-point.js'
+import {installReaper, removeReaper, rootCommand} from './reaper-timer.js'
 import {whyNotRootOnly, whyNotRootsEntry, whyTreeNotRootOnly} from './trusted-path.js'
 
 export const DEFAULT_GROUP = 'gpu-cosplay'
@@ -55,14 +55,17 @@ export async function installBox(request: InstallRequest, executor: Executor): P
   const config = resolveConfig(request, before)
   const nodePath = fs.realpathSync(process.execPath)
   const pkg = packageRoot()
-  const runJs = path.join(pkg, 'bin', 'run.js')
+  const engineJs = path.join(pkg, 'dist', 'engine.js')
   for (const [what, file] of [
     ['node', nodePath],
-    ['the gpu-cosplay package', runJs],
+    ['the gpu-cosplay package', engineJs],
   ] as const) {
     if (!isPlainPath(file)) throw new InputError('BAD_PATH', `the path of ${what}, ${file}, has characters a sudoers rule cannot take`)
   }
-  const why = whyNotRootOnly(nodePath) ?? whyTreeNotRootOnly(pkg)
+  if (!fs.existsSync(SETSID)) {
+    throw new StateError('SETSID_MISSING', `${SETSID} is missing: the engine runs in a session of its own`, {fix: ['install util-linux']})
+  }
+  const why = whyNotRootOnly(nodePath) ?? whyNotRootOnly(SETSID) ?? whyTreeNotRootOnly(pkg)
   if (why) {
     throw new StateError('NOT_ROOT_OWNED', `root would run code others can change: ${why}`, {
       exit: 4,
@@ -76,9 +79,9 @@ export async function installBox(request: InstallRequest, executor: Executor): P
   ensureRootDir(BOX_CONFIG_DIR)
   items.push(writeIfChanged('configuration', BOX_CONFIG_FILE, renderConfig(config), 0o644))
   ensureRootDir(path.dirname(ENGINE_PATH))
-  items.push(writeIfChanged('engine entry point', ENGINE_PATH, renderEntryPoint(nodePath, runJs), 0o755))
+  items.push(writeIfChanged('engine entry point', ENGINE_PATH, renderEntryPoint(nodePath, engineJs), 0o755))
   items.push(await writeSudoers(renderSudoers(config.group, config.engine), executor))
-  const reaper = await installReaper(config.engine, executor)
+  const reaper = await installReaper(rootCommand(nodePath, pkg), executor)
   items.push(...reaper.items)
   if (reaper.kind === 'none')
     notes.push('neither systemd nor cron runs here: no reaper ends sessions at their TTL or idle (run gpu-cosplay system reap from a scheduler of yours)')

@@ -7,7 +7,7 @@ import type {Executor} from '../core/executor.js'
 import {readTextIfExists} from '../core/json-file.js'
 import {renderSudoers, SUDOERS_PATH} from './entry-point.js'
 import {groupId} from '../core/user-groups.js'
-import {installedReaper, REAPER_PERIOD_S} from './reaper-timer.js'
+import {installedReaper, REAPER_PERIOD_S, rootCommand} from './reaper-timer.js'
 import {whyNotRootOnly, whyTreeNotRootOnly} from './trusted-path.js'
 
 export type BoxCheck = {name: string; status: 'ok' | 'missing' | 'warn'; detail: string; fix: string[]}
@@ -65,13 +65,15 @@ export async function boxStatus(executor: Executor): Promise<BoxStatus> {
 
 /** What ends sessions at their TTL when nobody runs a command (reaper-timer.ts). */
 function reaperCheck(engine: string): BoxCheck {
-  const found = installedReaper(engine)
+  const entry = /--wait (\/\S+) (\/\S+)\/dist\/engine\.js "\$@"/.exec(readTextIfExists(engine) ?? '')
+  const command = entry ? rootCommand(entry[1], entry[2]) : `gpu-cosplay`
+  const found = installedReaper(command)
   if (found.kind === 'none')
     return {
       name: 'reaper',
       status: 'warn',
       detail: 'no reaper is installed: sessions outlive their TTL until a command runs (neither systemd nor cron was found at install)',
-      fix: [REINSTALL, `or run ${engine} system reap from a scheduler of yours`],
+      fix: [REINSTALL, `or run ${command} system reap as root from a scheduler of yours`],
     }
   return {name: 'reaper', status: 'ok', detail: `${found.kind}: ${found.path} (every ${REAPER_PERIOD_S[found.kind]} s)`, fix: []}
 }
@@ -114,8 +116,8 @@ function stateDirCheck(dir: string): BoxCheck {
 function packageCheck(engine: string): BoxCheck {
   const name = 'package'
   const script = readTextIfExists(engine) ?? ''
-  const runJs = /\s(\/\S+)\/bin\/run\.js "\$@"/.exec(script)?.[1]
-  if (!runJs) return {name, status: 'missing', detail: `${engine} names no gpu-cosplay package`, fix: [REINSTALL]}
-  const why = whyTreeNotRootOnly(runJs)
-  return why ? {name, status: 'missing', detail: why, fix: [REINSTALL]} : {name, status: 'ok', detail: runJs, fix: []}
+  const pkg = /\s(\/\S+)\/dist\/engine\.js "\$@"/.exec(script)?.[1]
+  if (!pkg) return {name, status: 'missing', detail: `${engine} runs no gpu-cosplay engine (an earlier install's runs the whole CLI as root)`, fix: [REINSTALL]}
+  const why = whyTreeNotRootOnly(pkg)
+  return why ? {name, status: 'missing', detail: why, fix: [REINSTALL]} : {name, status: 'ok', detail: pkg, fix: []}
 }

@@ -1,8 +1,9 @@
 /**
  * The reaper's timer (issue 20): what ends sessions at their TTL, or idle, when nobody runs a command. `system install`
  * puts up a systemd timer when systemd runs (/run/systemd/system), else an /etc/cron.d entry when cron is there, else
- * nothing (then `system status` and doctor say no reaper is installed). Either runs the engine's entry point as root:
- * `ENGINE system reap`, with none of anyone's environment.
+ * nothing (then `system status` and doctor say no reaper is installed). Either runs root's gpu-cosplay, the box's
+ * package with root's node (`NODE PACKAGE/bin/run.js system reap`), as root at a shell does: the engine serves members'
+ * requests only.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -20,14 +21,19 @@ export const REAPER_PERIOD_S = {systemd: 30, cron: 60} as const
 export type ReaperKind = 'systemd' | 'cron' | 'none'
 export type ReaperItem = {what: string; path: string; action: 'created' | 'updated' | 'unchanged'}
 
-export function renderService(engine: string): string {
+/** root's own gpu-cosplay: the box's node on the box's package (both root's alone: system install checks) */
+export function rootCommand(nodePath: string, pkg: string): string {
+  return `${nodePath} ${path.join(pkg, 'bin', 'run.js')}`
+}
+
+export function renderService(command: string): string {
   return `# gpu-cosplay: ends sessions whose time is up (written by \`gpu-cosplay system install\`)
 [Unit]
 Description=gpu-cosplay reaper: end sessions past their TTL or idle
 
 [Service]
 Type=oneshot
-ExecStart=${engine} system reap
+ExecStart=${command} system reap
 `
 }
 
@@ -46,9 +52,9 @@ WantedBy=timers.target
 `
 }
 
-export function renderCron(engine: string): string {
+export function renderCron(command: string): string {
   return `# gpu-cosplay: ends sessions whose time is up, every minute (written by \`gpu-cosplay system install\`)
-* * * * * root ${engine} system reap >/dev/null 2>&1
+* * * * * root ${command} system reap >/dev/null 2>&1
 `
 }
 
@@ -59,12 +65,12 @@ export function reaperKind(paths: ReaperPaths = REAPER_PATHS): ReaperKind {
 }
 
 /** Writes (or keeps) the timer's files and, under systemd, enables the timer. */
-export async function installReaper(engine: string, executor: Executor, paths: ReaperPaths = REAPER_PATHS): Promise<{kind: ReaperKind; items: ReaperItem[]}> {
+export async function installReaper(command: string, executor: Executor, paths: ReaperPaths = REAPER_PATHS): Promise<{kind: ReaperKind; items: ReaperItem[]}> {
   const kind = reaperKind(paths)
   if (kind === 'none') return {kind, items: []}
-  if (kind === 'cron') return {kind, items: [writeIfChanged('reaper (cron)', path.join(paths.cronDir, REAPER_UNIT), renderCron(engine))]}
+  if (kind === 'cron') return {kind, items: [writeIfChanged('reaper (cron)', path.join(paths.cronDir, REAPER_UNIT), renderCron(command))]}
   const items = [
-    writeIfChanged('reaper service', path.join(paths.systemdDir, `${REAPER_UNIT}.service`), renderService(engine)),
+    writeIfChanged('reaper service', path.join(paths.systemdDir, `${REAPER_UNIT}.service`), renderService(command)),
     writeIfChanged('reaper timer', path.join(paths.systemdDir, `${REAPER_UNIT}.timer`), renderTimer()),
   ]
   for (const argv of [
@@ -78,12 +84,12 @@ export async function installReaper(engine: string, executor: Executor, paths: R
 }
 
 /** Which reaper is installed: its files are there, and say what this installation would write. */
-export function installedReaper(engine: string, paths: ReaperPaths = REAPER_PATHS): {kind: ReaperKind; path: string | null} {
+export function installedReaper(command: string, paths: ReaperPaths = REAPER_PATHS): {kind: ReaperKind; path: string | null} {
   const unit = path.join(paths.systemdDir, `${REAPER_UNIT}.timer`)
-  if (readIfFile(unit) === renderTimer() && readIfFile(path.join(paths.systemdDir, `${REAPER_UNIT}.service`)) === renderService(engine))
+  if (readIfFile(unit) === renderTimer() && readIfFile(path.join(paths.systemdDir, `${REAPER_UNIT}.service`)) === renderService(command))
     return {kind: 'systemd', path: unit}
   const cron = path.join(paths.cronDir, REAPER_UNIT)
-  if (readIfFile(cron) === renderCron(engine)) return {kind: 'cron', path: cron}
+  if (readIfFile(cron) === renderCron(command)) return {kind: 'cron', path: cron}
   return {kind: 'none', path: null}
 }
 

@@ -14,6 +14,7 @@ const ORDER = [
   'system',
   'client',
   'measure',
+  'engine',
   'render',
   'shell',
   'commands',

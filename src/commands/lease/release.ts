@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import type {ReleaseOutcome} from '../../apply/lease-hold.js'
+import {requireRootOnSharedBox} from '../../core/invoking-user.js'
 import {BaseCommand} from '../../shell/base-command.js'
 import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
 import {renderRelease} from '../../render/render-lease.js'
@@ -26,6 +27,7 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     const {flags} = await this.parse(LeaseRelease)
     const remote = await this.forwardToHost(flags.host, renderRelease)
     if (remote) return remote.result
+    requireRootOnSharedBox('lease release', "puts back the clock and power limit of every tenant's GPU")
     const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('../../client/apply-context.js'), import('../../apply/lease-hold.js')])
     assertHolder(flags.holder)
     const ctx = await applyContext({mutates: true})

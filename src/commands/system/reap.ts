@@ -1,5 +1,6 @@
 import type {ReapResult} from '../../apply/reap.js'
 import {renderReap} from '../../render/render-reap.js'
+import {requireRootOnSharedBox} from '../../core/invoking-user.js'
 import {BaseCommand} from '../../shell/base-command.js'
 
 export default class SystemReap extends BaseCommand {
@@ -11,6 +12,7 @@ system install runs it as root every 30 s (systemd) or every minute (cron). On a
 
   async run(): Promise<ReapResult> {
     await this.parse(SystemReap)
+    requireRootOnSharedBox('system reap', 'ends anyone’s session (the reaper timer runs it)')
     const [{assertMayReap, reapBox}, {applyContext}] = await Promise.all([import('../../system/reap-box.js'), import('../../client/apply-context.js')])
     assertMayReap()
     const result = await reapBox(async () => (await applyContext({mutates: true, reapFirst: false})).deps)

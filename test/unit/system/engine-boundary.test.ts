@@ -11,7 +11,6 @@ import {join} from 'node:path'
 import {readBoxConfig} from '../../../src/core/read-box-config.js'
 import {renderEntryPoint, renderSudoers} from '../../../src/system/entry-point.js'
 import {groupId} from '../../../src/core/user-groups.js'
-import {runsAsClient} from '../../../src/system/engine-route.js'
 import {whyNotRootOnly, whyTreeNotRootOnly} from '../../../src/system/trusted-path.js'
 
 const isRoot = process.getuid?.() === 0
@@ -23,34 +22,7 @@ beforeEach(() => {
 })
 afterEach(() => rmSync(dir, {recursive: true, force: true}))
 
-describe('which commands the engine runs for a member', () => {
-  it.each([
-    [['up', '3090'], false],
-    [['down', '--all'], false],
-    [['ps', '--json'], false],
-    // they read the box's state: the engine reads it for a member
-    [['status', '--watch'], false],
-    [['metrics', '--listen', '127.0.0.1:9477'], false],
-    [['exec', 'x', '--', 'ls', '--help'], false],
-    [['remote', 'info', '--json'], false],
-    [['ls'], true],
-    [['info', '3090'], true],
-    [['plan', '3090', '--on', 'h200'], true],
-    [['up', '--help'], true],
-    [['up', '3090', '--host', 'box'], true],
-    [['up', '3090', '--host=box'], true],
-    [['system', 'status'], true],
-    [['ssh-config', '--install'], true],
-    [['--version'], true],
-    [[], true],
-  ])('%j runs as the member: %s', (argv, client) => {
-    expect(runsAsClient(argv, {})).toBe(client)
-  })
-
-  it('GPU_COSPLAY_HOST makes it a --host command', () => {
-    expect(runsAsClient(['ps'], {GPU_COSPLAY_HOST: 'box'})).toBe(true)
-  })
-
+describe('the group file', () => {
   it('finds a group id in a group file', () => {
     const file = join(dir, 'group')
     writeFileSync(file, 'root:x:0:\ngpu-cosplay:x:997:alice,bob\n')
@@ -59,28 +31,30 @@ describe('which commands the engine runs for a member', () => {
 })
 
 describe('the entry point', () => {
-  /** runs the rendered script with a stand-in "node" that prints its arguments and environment */
+  /** runs the rendered script with stand-ins for setsid and node that print their arguments and environment */
   function runEntryPoint(env: Record<string, string>, args: string[]): {argv: string[]; env: Record<string, string>} {
     const fakeNode = join(dir, 'node')
     writeFileSync(fakeNode, '#!/bin/sh\nfor a do printf "arg=%s\\n" "$a"; done\nenv\n', {mode: 0o755})
+    const fakeSetsid = join(dir, 'setsid')
+    writeFileSync(fakeSetsid, '#!/bin/sh\nprintf "setsid=%s\\n" "$1"; shift; exec "$@"\n', {mode: 0o755})
     const script = join(dir, 'engine')
-    writeFileSync(script, renderEntryPoint(fakeNode, '/opt/gc/bin/run.js'), {mode: 0o755})
+    writeFileSync(script, renderEntryPoint(fakeNode, '/opt/gc/dist/engine.js', fakeSetsid), {mode: 0o755})
     const r = spawnSync(script, args, {env, encoding: 'utf8'})
     expect(r.status).toBe(0)
     const lines = r.stdout.split('\n').filter(Boolean)
     return {
-      argv: lines.filter((l) => l.startsWith('arg=')).map((l) => l.slice(4)),
+      argv: lines.filter((l) => l.startsWith('arg=') || l.startsWith('setsid=')).map((l) => l),
       // the stand-in's own shell adds PWD (and SHLVL); the rest came through the entry point
       env: Object.fromEntries(
         lines
-          .filter((l) => !l.startsWith('arg='))
+          .filter((l) => !l.startsWith('arg=') && !l.startsWith('setsid='))
           .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)])
           .filter(([name]) => name !== 'PWD' && name !== 'SHLVL'),
       ),
     }
   }
 
-  it("passes the arguments as they are and none of the caller's variables", () => {
+  it("runs the engine (not the CLI) in a session of its own, with none of the caller's variables; arguments pass only to be refused", () => {
     const seen = runEntryPoint(
       {
         SUDO_UID: '1301',
@@ -96,23 +70,16 @@ describe('the entry point', () => {
       },
       ['up', '3090', '--env', 'A=$(id) `id` ; x'],
     )
-    expect(seen.argv).toEqual(['/opt/gc/bin/run.js', 'up', '3090', '--env', 'A=$(id) `id` ; x'])
+    expect(seen.argv).toEqual(['setsid=--wait', 'arg=/opt/gc/dist/engine.js', 'arg=up', 'arg=3090', 'arg=--env', 'arg=A=$(id) `id` ; x'])
     expect(seen.env).toEqual({
       PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
       LANG: 'C.UTF-8',
       HOME: '/root',
-      TERM: 'xterm-256color',
       SUDO_UID: '1301',
       SUDO_GID: '1301',
       SUDO_USER: 'alice',
-      GPU_COSPLAY_CANCEL_ON_EOF: '1',
       GPU_COSPLAY_ENGINE: 'caller',
     })
-  })
-
-  it('a TERM with odd characters becomes dumb; only "1" crosses as the Ctrl-C-on-EOF switch', () => {
-    const seen = runEntryPoint({TERM: 'x$(id)', GPU_COSPLAY_CANCEL_ON_EOF: 'yes please'}, [])
-    expect([seen.env.TERM, seen.env.GPU_COSPLAY_CANCEL_ON_EOF]).toEqual(['dumb', ''])
   })
 
   const hasVisudo = spawnSync('sh', ['-c', 'command -v visudo']).status === 0

@@ -1,0 +1,47 @@
+/** `down` and `extend`: what a session's owner (or root) does to a session's life, on this box. */
+import type {ClosedSession} from '../apply/tear-down.js'
+import type {ExtendResult} from '../apply/session-clock.js'
+import {InputError} from '../core/errors.js'
+import {escapeControl} from '../core/failure.js'
+import type {Progress} from './request-io.js'
+
+export type DownResult = {closed: ClosedSession[]}
+
+/** Ends the named sessions (or, with `all`, every one the caller may end); the owner or root only. */
+export async function endSessions(request: {readonly names: readonly string[]; readonly all: boolean}, progress: Progress | null): Promise<DownResult> {
+  const {names, all} = request
+  if (names.length === 0 && !all) throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
+  if (names.length > 0 && all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
+  const [{applyContext}, {tearDown}, {listSessions}] = await Promise.all([
+    import('./apply-context.js'),
+    import('../apply/tear-down.js'),
+    import('../apply/book-store.js'),
+  ])
+  const ctx = await applyContext({mutates: true})
+  const chosen = all
+    ? listSessions(ctx.stateDir.dir)
+        .filter((l) => ctx.isRoot || l.session.owner.uid === ctx.owner.uid)
+        .map((l) => l.session.name)
+    : names
+  if (chosen.length > 0) progress?.start(`Ending ${escapeControl(chosen.join(', '))}`)
+  try {
+    const closed = await tearDown(chosen, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
+    if (chosen.length > 0) progress?.stop('done')
+    return {closed}
+  } catch (error) {
+    if (chosen.length > 0) progress?.stop('failed')
+    throw error
+  }
+}
+
+/** Moves a session's end by `byMs`, within the box's maximum TTL. */
+export async function extendSessionBy(request: {readonly name: string; readonly byMs: number}): Promise<ExtendResult> {
+  const [{sessionPolicyOf}, {engineBoxConfig}, {applyContext}, {extendSession}] = await Promise.all([
+    import('../core/session-policy.js'),
+    import('../core/box-config.js'),
+    import('./apply-context.js'),
+    import('../apply/session-clock.js'),
+  ])
+  const ctx = await applyContext({mutates: false})
+  return extendSession(request.name, request.byMs, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, sessionPolicyOf(engineBoxConfig()), ctx.stateDir.dir)
+}

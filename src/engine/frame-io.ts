@@ -1,0 +1,118 @@
+/**
+ * A request's RequestIo inside the engine: progress and a command's output go out as frames, the member's keystrokes,
+ * window size and Ctrl-C come in as frames. The client closing its end (killed, or gone) counts as a Ctrl-C.
+ */
+import {PassThrough, Writable} from 'node:stream'
+
+import type {CancelToken, Progress, RequestIo, TerminalSize} from '../client/request-io.js'
+import {type EngineFrame, inputFrameSchema, MAX_FRAME_BYTES} from '../system/engine-protocol.js'
+import type {EngineOutput, LineReader} from './engine-stdio.js'
+
+export type FrameIo = RequestIo & {
+  /** the one last frame: the result or the error */
+  finish(frame: Extract<EngineFrame, {t: 'result' | 'error'}>): void
+}
+
+export function sendFrame(out: EngineOutput, frame: EngineFrame, options?: {readonly mustSend?: boolean}): boolean {
+  return out.write(`${JSON.stringify(frame)}\n`, options)
+}
+
+/**
+ * `size`: the terminal size the request named (exec), else 24x80. `leave`: what a second cancel does (the process
+ * exits; the journal keeps what was done for `gpu-cosplay recover`).
+ */
+export function frameIo(out: EngineOutput, input: LineReader, options: {size: TerminalSize; leave: () => void}): FrameIo {
+  const say = (text: string) => void sendFrame(out, {t: 'say', text})
+  const progress: Progress = {
+    say,
+    start: (text) => void sendFrame(out, {t: 'start', text}),
+    stop: (text) => void sendFrame(out, {t: 'stop', text}),
+  }
+  const aborter = new AbortController()
+  let cancels = 0
+  /** why: null when the client is gone (nobody reads what would be said) */
+  const cancel = (why: string | null) => {
+    cancels++
+    if (cancels === 1) {
+      if (why) say(`${why}: finishing the current step, then undoing (press Ctrl-C again to leave it to gpu-cosplay recover)`)
+      aborter.abort()
+    } else if (cancels === 2) {
+      if (why) say(`${why} again: leaving now; the journal keeps what was done, run gpu-cosplay recover to undo it`)
+      options.leave()
+    }
+  }
+  const token: CancelToken = {
+    get requested() {
+      return cancels > 0
+    },
+    signal: aborter.signal,
+  }
+
+  const stdin = new PassThrough()
+  let size = options.size
+  const resized = new Set<(size: TerminalSize) => void>()
+  void (async () => {
+    for (;;) {
+      let line: string | null
+      try {
+        line = await input.next(MAX_FRAME_BYTES)
+      } catch {
+        line = null // an oversized frame: the client is not ours to trust further
+      }
+      if (line === null) {
+        stdin.end()
+        cancel(null)
+        return
+      }
+      const parsed = safeParse(line)
+      if (parsed === null) continue
+      if (parsed.t === 'cancel') cancel('Ctrl-C')
+      else if (parsed.t === 'stdin') stdin.write(Buffer.from(parsed.data, 'base64'))
+      else if (parsed.t === 'stdin-end') stdin.end()
+      else if (parsed.t === 'resize') {
+        size = {rows: parsed.rows, cols: parsed.cols}
+        for (const listener of resized) listener(size)
+      }
+    }
+  })()
+
+  return {
+    progress,
+    cancel: token,
+    stdin,
+    stdout: dataStream(out, 'stdout'),
+    stderr: dataStream(out, 'stderr'),
+    terminal: {
+      size: () => size,
+      onResize(listener) {
+        resized.add(listener)
+        return () => resized.delete(listener)
+      },
+    },
+    finish(frame) {
+      input.stop()
+      sendFrame(out, frame, {mustSend: true})
+    },
+  }
+}
+
+function safeParse(line: string) {
+  try {
+    const parsed = inputFrameSchema.safeParse(JSON.parse(line))
+    return parsed.success ? parsed.data : null
+  } catch {
+    return null
+  }
+}
+
+/** A command's output as frames; it waits (backpressure) while the member's client lags, holding no lock meanwhile. */
+function dataStream(out: EngineOutput, t: 'stdout' | 'stderr'): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (let at = 0; at < chunk.length; at += 48 * 1024) {
+        sendFrame(out, {t, data: chunk.subarray(at, at + 48 * 1024).toString('base64')}, {mustSend: true})
+      }
+      out.drained().then(() => done())
+    },
+  })
+}

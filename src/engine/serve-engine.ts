@@ -1,0 +1,117 @@
+/**
+ * dist/engine.js: the root engine of a shared box, one request per run. The entry point the sudoers rule names starts
+ * it (setsid, env -i, root's node); it takes no arguments, reads one typed request on stdin (system/engine-protocol.ts),
+ * answers it for the caller sudo names, and streams frames back. No command parser, no flag that names a file root
+ * writes: what a member can make root do is exactly what handle-request.ts serves.
+ */
+import {Readable} from 'node:stream'
+
+import {adoptEngineConfig, pinEngineEnvironment} from '../core/box-config.js'
+import {describeFailure} from '../core/failure.js'
+import {invokingUser} from '../core/invoking-user.js'
+import {readBoxConfig} from '../core/read-box-config.js'
+import {groupNamesOf} from '../core/user-groups.js'
+import {type EngineFrame, MAX_REQUEST_BYTES} from '../system/engine-protocol.js'
+import {engineOutput, lineReader, LineTooLong} from './engine-stdio.js'
+import {frameIo, sendFrame} from './frame-io.js'
+import {type ErrorFrame, parseRequest, refusal, refuseToServe} from './request-gate.js'
+
+async function serve(): Promise<number> {
+  const out = engineOutput(1)
+  const stray = engineOutput(2)
+  // nothing may write to the frame stream but the frames, nor block on the member's stderr
+  redirectStrayOutput((text) => stray.write(text))
+  const finish = async (frame: ErrorFrame | Extract<EngineFrame, {t: 'result'}>, exit: number): Promise<number> => {
+    sendFrame(out, frame, {mustSend: true})
+    await out.close(10_000)
+    return exit
+  }
+  const early = refuseToServe(process.argv.slice(2), process.env, process.getuid?.() ?? -1)
+  if (early) return finish(early, early.error.exit)
+
+  const read = readBoxConfig()
+  if (!read?.ok) {
+    const why = read ? read.why : 'it is missing'
+    return finish(
+      refusal('BOX_CONFIG_UNTRUSTED', `the box's configuration cannot be used: ${why}`, 4, ['ask an admin: sudo gpu-cosplay system install --yes']),
+      4,
+    )
+  }
+  pinEngineEnvironment(read.config)
+  adoptEngineConfig(read.config)
+  const caller = invokingUser()
+  if (!caller.isRoot && !groupNamesOf(caller.user, caller.uid).includes(read.config.group)) {
+    return finish(refusal('NOT_IN_GROUP', `only members of the group ${read.config.group} may use gpu-cosplay on this box`, 4), 4)
+  }
+
+  const input = lineReader(0)
+  let line: string | null
+  try {
+    line = await withTimeout(input.next(MAX_REQUEST_BYTES), 60_000)
+  } catch (error) {
+    input.stop()
+    const why = error instanceof LineTooLong ? `the request is longer than ${MAX_REQUEST_BYTES} bytes` : 'no request arrived on stdin within a minute'
+    return finish(refusal('BAD_REQUEST', why, 2), 2)
+  }
+  const request = parseRequest(line)
+  if ('t' in request) {
+    input.stop()
+    return finish(request, request.error.exit)
+  }
+  // up's first look at the GPUs (read-only) runs while the rest of the engine loads
+  if (request.op === 'up') (await import('../client/first-listing.js')).startEarlyListing()
+  const size = request.op === 'exec' && request.rows && request.cols ? {rows: request.rows, cols: request.cols} : {rows: 24, cols: 80}
+  const io = frameIo(out, input, {size, leave: () => void out.close(2_000).then(() => process.exit(130))})
+  try {
+    const {handleRequest} = await import('./handle-request.js')
+    const value = await handleRequest(request, io, engineVersion())
+    io.finish({t: 'result', value: value ?? null})
+    await out.close(10_000)
+    return 0
+  } catch (error) {
+    const failure = describeFailure(error instanceof Error ? error : new Error(String(error)))
+    io.finish({t: 'error', error: failure})
+    await out.close(10_000)
+    return failure.exit
+  }
+}
+
+/**
+ * console and process.stdout writes of any library land on stderr, without blocking; process.stdin is an empty stream
+ * (the frames are read by the engine alone). Node's own lazy stdio would open a second handle on the engine's fds:
+ * even `import process from 'node:process'` touches every one of them.
+ */
+function redirectStrayOutput(write: (text: string) => void): void {
+  const sink = {write: (chunk: unknown) => write(typeof chunk === 'string' ? chunk : String(chunk)), isTTY: false}
+  for (const name of ['stdout', 'stderr'] as const) {
+    Object.defineProperty(process, name, {value: Object.assign(Object.create(null), sink), configurable: true})
+  }
+  Object.defineProperty(process, 'stdin', {value: Readable.from([]), configurable: true})
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('timed out')), ms)
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
+
+declare const GPU_COSPLAY_VERSION: string
+function engineVersion(): string {
+  return typeof GPU_COSPLAY_VERSION === 'string' ? GPU_COSPLAY_VERSION : '0.0.0-dev'
+}
+
+// Ctrl-C reaches the engine as a frame from its client; a terminal's signals (relayed by sudo) must not count twice.
+// Job control cannot stop it: the entry point's setsid leaves it in an orphaned process group.
+for (const signal of ['SIGINT', 'SIGHUP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGPIPE'] as const) process.on(signal, () => undefined)
+process.exitCode = await serve()
+process.exit()

@@ -1,0 +1,149 @@
+/**
+ * A member's side of the engine boundary: one typed request to `sudo -n ENGINE` on its stdin, the frames that come
+ * back turned into progress, output and a result (or the engine's error, with its code and exit). The member's
+ * keystrokes, window size and Ctrl-C go the other way as frames; this process dying closes the pipe, which the
+ * engine takes as a Ctrl-C.
+ */
+import {spawn} from 'node:child_process'
+import type {Readable, Writable} from 'node:stream'
+
+import {type BoxConfig, ENGINE_ENV} from '../core/box-config.js'
+import {CosplayError, type ExitCode, StateError} from '../core/errors.js'
+import {readBoxConfig} from '../core/read-box-config.js'
+import {groupId} from '../core/user-groups.js'
+import {type EngineFrame, type EngineOp, type RequestOf, requestLine, STDIN_CHUNK_BYTES} from './engine-protocol.js'
+
+/**
+ * The box's configuration when this process is a member's client on an installed box (not root, not a sandbox: see
+ * engine-route.ts); null otherwise. A box whose configuration cannot be trusted is an error a member cannot fix.
+ */
+export function memberOfBox(env: NodeJS.ProcessEnv = process.env): BoxConfig | null {
+  if (process.getuid?.() === 0 || env[ENGINE_ENV] !== 'member') return null
+  const read = readBoxConfig()
+  if (read === null) return null
+  if (!read.ok) {
+    throw new StateError('BOX_CONFIG_UNTRUSTED', `the box's configuration cannot be used: ${read.why}`, {
+      exit: 4,
+      fix: ['ask an admin: sudo gpu-cosplay system install --yes'],
+    })
+  }
+  return read.config
+}
+
+export type EngineCallIo = {
+  readonly progress: {say(line: string): void; start(action: string): void; stop(outcome: string): void} | null
+  /** Ctrl-C here asks the engine to cancel (the first: finish the step, then undo; the second: leave now) */
+  readonly cancellable: boolean
+  readonly stdin?: Readable | null
+  readonly stdout?: Writable
+  readonly stderr?: Writable
+  /** the terminal's size changes, sent for a command with a tty */
+  readonly onResize?: (listener: (size: {rows: number; cols: number}) => void) => () => void
+}
+
+/** the engine's answers are root's, but bounded all the same */
+const MAX_ANSWER_LINE = 64 * 1024 * 1024
+
+export async function askEngine<Op extends EngineOp>(config: BoxConfig, request: RequestOf<Op> & {readonly op: Op}, io: EngineCallIo): Promise<unknown> {
+  const gid = groupId(config.group)
+  if (gid === null || !(process.getgroups?.() ?? []).includes(gid)) {
+    throw new StateError('NOT_IN_GROUP', `only members of the group ${config.group} may use gpu-cosplay on this box`, {
+      exit: 4,
+      fix: [`ask an admin: sudo usermod -aG ${config.group} $USER (then log in again)`],
+    })
+  }
+  const child = spawn('sudo', ['-n', '--', config.engine], {stdio: ['pipe', 'pipe', 'inherit']})
+  const send = (frame: object) => {
+    if (!child.stdin.destroyed) child.stdin.write(`${JSON.stringify(frame)}\n`)
+  }
+  child.stdin.on('error', () => undefined)
+  child.stdin.write(requestLine(request))
+
+  const cleanups: Array<() => void> = []
+  if (io.cancellable) {
+    const cancel = () => send({t: 'cancel'})
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      process.on(signal, cancel)
+      cleanups.push(() => process.off(signal, cancel))
+    }
+  }
+  if (io.onResize) cleanups.push(io.onResize(({rows, cols}) => send({t: 'resize', rows, cols})))
+  if (io.stdin) {
+    const stdin = io.stdin
+    const onData = (chunk: Buffer) => {
+      for (let at = 0; at < chunk.length; at += STDIN_CHUNK_BYTES) send({t: 'stdin', data: chunk.subarray(at, at + STDIN_CHUNK_BYTES).toString('base64')})
+    }
+    const onEnd = () => send({t: 'stdin-end'})
+    stdin.on('data', onData).on('end', onEnd)
+    cleanups.push(() => stdin.off('data', onData).off('end', onEnd))
+  }
+
+  return new Promise((resolve, reject) => {
+    let answer: {value: unknown} | {error: CosplayError} | null = null
+    let buffered = ''
+    const take = (frame: EngineFrame) => {
+      switch (frame.t) {
+        case 'say':
+          io.progress?.say(frame.text)
+          break
+        case 'start':
+          io.progress?.start(frame.text)
+          break
+        case 'stop':
+          io.progress?.stop(frame.text)
+          break
+        case 'stdout':
+        case 'stderr': {
+          const target = frame.t === 'stdout' ? (io.stdout ?? process.stdout) : (io.stderr ?? process.stderr)
+          if (!target.write(Buffer.from(frame.data, 'base64'))) {
+            child.stdout.pause()
+            target.once('drain', () => child.stdout.resume())
+          }
+          break
+        }
+        case 'result':
+          answer = {value: frame.value}
+          child.stdin.end()
+          break
+        case 'error': {
+          const e = frame.error
+          answer = {error: new CosplayError(e.code, e.message, e.exit as ExitCode, {fix: e.fix})}
+          child.stdin.end()
+          break
+        }
+      }
+    }
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk
+      if (buffered.length > MAX_ANSWER_LINE && !buffered.includes('\n')) child.kill()
+      let at: number
+      while ((at = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, at)
+        buffered = buffered.slice(at + 1)
+        try {
+          take(JSON.parse(line) as EngineFrame)
+        } catch {
+          // not a frame: nothing of the engine's own
+        }
+      }
+    })
+    child.on('error', (error) => {
+      for (const cleanup of cleanups) cleanup()
+      reject(unreachable(error.message))
+    })
+    child.on('close', (code) => {
+      for (const cleanup of cleanups) cleanup()
+      const got = answer as {value: unknown} | {error: CosplayError} | null
+      if (got === null) reject(unreachable(`it ended without an answer (exit ${code})`))
+      else if ('error' in got) reject(got.error)
+      else resolve(got.value)
+    })
+  })
+}
+
+function unreachable(why: string): StateError {
+  return new StateError('ENGINE_UNREACHABLE', `cannot run the gpu-cosplay engine through sudo: ${why}`, {
+    exit: 4,
+    fix: ['ask an admin: sudo gpu-cosplay system status'],
+  })
+}
