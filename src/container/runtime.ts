@@ -107,7 +107,7 @@ export type DockerExecOptions = {
   user?: string
   workingDir?: string
   env?: Readonly<Record<string, string>>
-  /** where output goes; without them it is collected into the result */
+  /** where output goes; without them it is collected into the result (the first EXEC_KEEP_BYTES of each) */
   stdout?: Writable
   stderr?: Writable
   /** initial tty size */
@@ -496,9 +496,23 @@ function toArgv(value: unknown): string[] | null {
   return null
 }
 
+/**
+ * How much of a command's output exec collects, per stream. What root runs in a member's container (the reaper's
+ * notice and login checks, verify) prints what the member's files make it print: past this, output is read and
+ * dropped, so the command still ends and root's memory holds no more than this. Every collected answer is far smaller.
+ */
+export const EXEC_KEEP_BYTES = 64 * 1024
+
 function collector(chunks: Buffer[]): Writable {
   const stream = new PassThrough()
-  stream.on('data', (chunk: Buffer) => chunks.push(chunk))
+  let kept = 0
+  stream.on('data', (chunk: Buffer) => {
+    if (kept >= EXEC_KEEP_BYTES) return
+    // a copy of the part kept, so that a large last chunk is not held whole
+    const part = chunk.length <= EXEC_KEEP_BYTES - kept ? chunk : Buffer.from(chunk.subarray(0, EXEC_KEEP_BYTES - kept))
+    chunks.push(part)
+    kept += part.length
+  })
   return stream
 }
 
