@@ -8,6 +8,7 @@ import {PassThrough, type Readable, type Writable} from 'node:stream'
 import createDebug from 'debug'
 import Docker from 'dockerode'
 import {ContainerError} from '../core/errors.js'
+import {assertImageRef} from '../core/image-ref.js'
 import {DEBUG_NS, LABELS} from '../core/names.js'
 
 const debug = createDebug(DEBUG_NS.container)
@@ -252,11 +253,16 @@ export class DockerRuntime {
     return {imageId, tag: options.tag}
   }
 
-  /** null when the image is not there. */
+  /**
+   * null when the image is not there. dockerode puts the name into the URL path as it is (`/images/<ref>/json`), so a
+   * reference that is not Docker's grammar (`../containers/json`, `x?y`) is refused here (BAD_IMAGE) before the engine
+   * hears of it, and what passes goes through pathSafe: a no-op for the grammar's characters, an encoding for any other.
+   */
   async inspectImage(ref: string): Promise<ImageInfo | null> {
+    assertImageRef(ref)
     let info: Docker.ImageInspectInfo
     try {
-      info = await this.docker.getImage(ref).inspect()
+      info = await this.docker.getImage(pathSafe(ref)).inspect()
     } catch (error) {
       if ((error as EngineError)?.statusCode === 404) return null
       throw this.wrap(error, 'IMAGE_INSPECT_FAILED', `cannot inspect image ${ref}`)
@@ -488,6 +494,11 @@ async function listFiles(dir: string, entries: readonly string[]): Promise<strin
     }
   }
   return files.sort()
+}
+
+/** Every character outside an image reference's own (letters, digits, `._-:@/+`) percent-encoded, for a URL path. */
+function pathSafe(ref: string): string {
+  return ref.replace(/[^A-Za-z0-9._\-:@/+]/g, (c) => encodeURIComponent(c).replace(/[!'()*]/g, (x) => `%${x.charCodeAt(0).toString(16).toUpperCase()}`))
 }
 
 function toArgv(value: unknown): string[] | null {
