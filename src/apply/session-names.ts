@@ -107,13 +107,24 @@ export function scanClaims(stateDir: string): {claims: NameClaim[]; refused: Ref
   return {claims, refused}
 }
 
-/** The first free `<user>-<target>`, `<user>-<target>-2`, ... */
-export function reserveAutoName(stateDir: string, base: string, claim: {gpuUuid: string; pid: number; hostname: string}): string {
-  const clean =
+/** A base made a usable name: what a session without --name is called (before a `-2`, `-3` when taken). */
+function cleanBase(base: string): string {
+  return (
     base
       .replace(/[^a-zA-Z0-9_.-]+/g, '-')
       .replace(/^[^a-zA-Z0-9]+/, '')
       .slice(0, 56) || 'session'
+  )
+}
+
+/** The name an `up` without --name gets when it is free: `<user>-<target>` (the queue shows it for such a request). */
+export function defaultSessionName(user: string, targetKey: string): string {
+  return cleanBase(`${user}-${targetKey}`)
+}
+
+/** The first free `<user>-<target>`, `<user>-<target>-2`, ... */
+export function reserveAutoName(stateDir: string, base: string, claim: {gpuUuid: string; pid: number; hostname: string}): string {
+  const clean = cleanBase(base)
   for (let n = 1; n < 1000; n++) {
     const name = n === 1 ? clean : `${clean}-${n}`
     if (reserveName(stateDir, name, claim)) return name

@@ -121,8 +121,10 @@ export async function upSession(gpu: string, flags: UpFlags, version: string, pr
     process.on('SIGINT', leave).on('SIGTERM', leave)
     try {
       return await waitInQueue(ctx.stateDir.dir, {
-        who: ctx.owner,
+        who: {...ctx.owner, isRoot: ctx.isRoot},
         want: `${target.name} on GPU ${flags['host-gpu']}`,
+        name: flags.name ?? null,
+        target: target.key,
         attempt,
         signal: left.signal,
         timeoutMs: fair.timeoutMs,
