@@ -6,7 +6,7 @@ import {isUnsafeFileError, type RefusedFile, refusedFile} from '../core/json-fil
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './engine.js'
 import {type BookSession, bookPath, emptyBook, type GpuBook, isLeaseSession, readBook, writeBook} from './gpu-book.js'
-import {withGpuLock} from './gpu-lock.js'
+import {type HeldLock, withGpuLock} from './gpu-lock.js'
 import {forgetIfRebooted} from './reboot.js'
 import {settleUnheldLeases} from './steps/lease-steps.js'
 import type {StepContext} from './steps/step.js'
@@ -103,10 +103,15 @@ export async function withBook<T>(
   act: (open: OpenBook) => Promise<T>,
   options: WithBookOptions = {},
 ): Promise<T> {
-  return withGpuLock(deps.stateDir, gpu.uuid, async () => {
+  return withGpuLock(deps.stateDir, gpu.uuid, async (lock) => {
     const file = bookPath(deps.stateDir, gpu.uuid)
-    const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw')
-    const persist = () => writeBook(file, book)
+    const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw', lock)
+    // every write (each journal step, the final save) first checks that the lock is still ours: a holder paused past
+    // the stale time and taken over must not write its stale copy over the new holder's
+    const persist = () => {
+      lock.assertHeld()
+      writeBook(file, book)
+    }
     const index = gpu.index ?? indexInThisBoot(book, deps.bootId)
     const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migExpected: options.migExpected, index})
     const reading = probe()
@@ -143,12 +148,13 @@ export async function withBook<T>(
  * under the GPU's lock, without reading the GPU, because nothing on it changes. A session ended meanwhile is left alone.
  */
 export async function amendSession(stateDir: string, gpuUuid: string, name: string, change: (session: BookSession) => void): Promise<void> {
-  await withGpuLock(stateDir, gpuUuid, async () => {
+  await withGpuLock(stateDir, gpuUuid, async (lock) => {
     const file = bookPath(stateDir, gpuUuid)
     const book = readBook(file)
     const session = book?.sessions[name]
     if (!book || !session) return
     change(session)
+    lock.assertHeld()
     writeBook(file, book)
   })
 }
@@ -171,6 +177,7 @@ function readOrStart(
   gpu: {uuid: string; name: string},
   bootId: string | null,
   onCorrupt: 'throw' | 'move-aside',
+  lock: HeldLock,
 ): {book: GpuBook; movedAside: string | null} {
   try {
     return {book: readBook(file) ?? emptyBook(gpu, bootId), movedAside: null}
@@ -178,6 +185,7 @@ function readOrStart(
     // a symlink or an untrusted file in the book's place is moved aside too (rename moves the link, not its target)
     if (onCorrupt === 'throw' || !isCosplayError(error) || (error.code !== 'JOURNAL_CORRUPT' && !isUnsafeFileError(error))) throw error
     const movedAside = `${file}.corrupt-${process.pid}`
+    lock.assertHeld()
     fs.renameSync(file, movedAside)
     return {book: emptyBook(gpu, bootId), movedAside}
   }

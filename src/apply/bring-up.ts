@@ -12,7 +12,7 @@ import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
 import {type GpuBook, heldSettings, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertWithinQuota, holdingOf, slicesOf, withQuotaLock} from './quota-check.js'
-import {assertSessionName, releaseName, reserveAutoName, reserveName} from './session-names.js'
+import {assertNameNotReserved, assertSessionName, releaseName, reserveAutoName, reserveName, type UserLookup} from './session-names.js'
 import {createGpuInstance} from './steps/instance-steps.js'
 import {enableMig, lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
 import {mpsStepFor, type StartMpsParams} from './steps/mps-step.js'
@@ -57,6 +57,10 @@ export type UpDeps = BookStoreDeps & {
   readonly onProgress?: (message: string) => void
   /** the first look (`nvidia-smi -L`) when the caller started it early, to hide its latency behind start-up */
   readonly firstListing?: Promise<ListGpus>
+  /** the caller may act for others (invokingUser().isRoot); absent: when the owner is uid 0 */
+  readonly isRoot?: boolean
+  /** users by name, for the names a member may not take (session-names.ts); absent: /etc/passwd */
+  readonly userIdOf?: UserLookup
 }
 
 export type ActiveSession = {
@@ -76,7 +80,10 @@ export type ActiveSession = {
 
 /** Applies a plan to one GPU as a journaled session. On any failure, or Ctrl-C, it undoes what it did. */
 export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveSession> {
-  if (request.name !== null) assertSessionName(request.name)
+  if (request.name !== null) {
+    assertSessionName(request.name)
+    assertNameNotReserved(request.name, {...request.owner, isRoot: deps.isRoot ?? request.owner.uid === 0}, deps.userIdOf)
+  }
   // A first look names the GPU (`-L`: one cheap call); everything else is read under its lock.
   const listed = await (deps.firstListing ?? deps.gpu.listGpus())
   const gpu = pickGpu(listed, request.hostGpu)

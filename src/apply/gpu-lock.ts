@@ -1,11 +1,26 @@
 import path from 'node:path'
 
 import {StateError} from '../core/errors.js'
-import {recordOwner, takeOverFromDeadLocal} from './lock-owner.js'
+import {lockDirIdentity, recordOwner, takeOverFromDeadLocal} from './lock-owner.js'
 
 export type LockOptions = {
   /** how long to wait for another process's mutation of this GPU, in ms */
   waitMs?: number
+}
+
+/** A holder refreshes its lock every second; one silent for this long is dead (kill -9, power loss) and is taken over. */
+export const LOCK_STALE_MS = 4_000
+const LOCK_UPDATE_MS = 1_000
+
+/** The lock as its holder sees it, for the writes it makes under it. */
+export type HeldLock = {
+  /**
+   * Throws GPU_LOCK_LOST unless the lock is still this process's: its directory is the one this process made (same
+   * inode and birth time) and fresh (refreshed within LOCK_STALE_MS, the rule by which others take it over). A
+   * process paused past that (Ctrl-Z, a pipe it blocked on) may have lost it to a teammate who has changed the book
+   * since: every book write checks this first, so the stale copy is never written.
+   */
+  assertHeld(): void
 }
 
 /**
@@ -14,7 +29,7 @@ export type LockOptions = {
  * refreshing and its lock turns stale, so the next process takes over and recovers the journal. A holder
  * that died on this host is taken over at once, by its pid (lock-owner.ts).
  */
-export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
+export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (lock: HeldLock) => Promise<T>, options: LockOptions = {}): Promise<T> {
   const lockfile = (await import('proper-lockfile')).default
   const target = path.join(stateDir, 'gpus', gpuUuid)
   const waitMs = options.waitMs ?? 120_000
@@ -28,9 +43,8 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: () =
       release = await lockfile.lock(target, {
         realpath: false,
         lockfilePath: lockPath,
-        // A holder refreshes every second; one silent for 4 s is dead (kill -9, power loss) and is taken over.
-        stale: 4_000,
-        update: 1_000,
+        stale: LOCK_STALE_MS,
+        update: LOCK_UPDATE_MS,
         retries: 0,
         onCompromised: (error) => {
           compromised = error
@@ -57,17 +71,41 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: () =
       await new Promise((resolve) => setTimeout(resolve, intervalMs))
     }
   }
+  const taken = lockDirIdentity(lockPath)
+  let lost: Error | null = null
+  const stillHeld = (): boolean => {
+    lost ??= compromised ?? whyNotOurs(lockPath, taken)
+    return lost === null
+  }
+  const lock: HeldLock = {
+    assertHeld() {
+      if (!stillHeld()) throw lockLost(gpuUuid, lost!)
+    },
+  }
   try {
-    const result = await fn()
-    if (compromised) throw lockLost(gpuUuid, compromised)
+    const result = await fn(lock)
+    lock.assertHeld()
     return result
   } finally {
-    if (!compromised) await release().catch(() => undefined)
+    // a lost lock is released by no one but its new holder: removing it would let a third process in beside them
+    if (stillHeld()) await release().catch(() => undefined)
   }
 }
 
+/** Why the lock directory at `lockPath` is no longer the one taken (replaced, gone, or stale), or null. */
+function whyNotOurs(lockPath: string, taken: ReturnType<typeof lockDirIdentity>): Error | null {
+  const now = lockDirIdentity(lockPath)
+  if (now === null) return new Error(`${lockPath} is gone`)
+  // Where the file system keeps no birth time (both '0'), the inode alone tells them apart; a new lock on a reused
+  // inode is then caught by proper-lockfile's own check (its mtime is not ours) within a second.
+  if (taken === null || now.ino !== taken.ino || now.birthtimeNs !== taken.birthtimeNs) return new Error(`${lockPath} was taken over by another process`)
+  const ageMs = Date.now() - now.mtimeMs
+  if (ageMs > LOCK_STALE_MS) return new Error(`${lockPath} was not refreshed for ${Math.round(ageMs / 1000)} s: others may take it over`)
+  return null
+}
+
 function lockLost(gpuUuid: string, cause: Error): StateError {
-  return new StateError('GPU_LOCK_LOST', `lost the lock of GPU ${gpuUuid} while changing it (was this process paused for over 4 s?)`, {
+  return new StateError('GPU_LOCK_LOST', `lost the lock of GPU ${gpuUuid} while changing it (was this process paused for over ${LOCK_STALE_MS / 1000} s?)`, {
     cause,
     fix: ['run gpu-cosplay recover'],
   })

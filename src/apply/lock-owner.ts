@@ -30,9 +30,10 @@ function mutexPath(lockPath: string): string {
   return `${lockPath}.takeover`
 }
 
-type DirIdentity = {readonly ino: string; readonly birthtimeNs: string; readonly mtimeMs: number}
+/** One lock directory, told apart from a later one at the same path: its inode and birth time (0: not known here). */
+export type DirIdentity = {readonly ino: string; readonly birthtimeNs: string; readonly mtimeMs: number}
 
-function identity(dir: string): DirIdentity | null {
+export function lockDirIdentity(dir: string): DirIdentity | null {
   try {
     const s = fs.lstatSync(dir, {bigint: true})
     if (!s.isDirectory()) return null
@@ -44,7 +45,7 @@ function identity(dir: string): DirIdentity | null {
 
 /** Right after taking the lock: say who holds it (written whole, by rename). */
 export function recordOwner(lockPath: string): void {
-  const id = identity(lockPath)
+  const id = lockDirIdentity(lockPath)
   if (!id || id.birthtimeNs === '0') return // no birth time on this file system: the mtime rule alone applies
   const owner: LockOwner = {pid: process.pid, hostname: os.hostname(), ino: id.ino, birthtimeNs: id.birthtimeNs}
   try {
@@ -68,7 +69,7 @@ function readOwner(lockPath: string): LockOwner | null {
 function heldByDeadLocal(lockPath: string, now: () => number): boolean {
   const owner = readOwner(lockPath)
   if (!owner || owner.hostname !== os.hostname() || owner.pid === process.pid) return false
-  const id = identity(lockPath)
+  const id = lockDirIdentity(lockPath)
   if (!id || id.birthtimeNs === '0' || id.ino !== owner.ino || id.birthtimeNs !== owner.birthtimeNs) return false
   if (now() - id.mtimeMs >= PID_TAKEOVER_MAX_AGE_MS) return false
   return isProcessGone(owner.pid)
@@ -86,7 +87,7 @@ export function takeOverFromDeadLocal(lockPath: string, now: () => number = Date
     fs.mkdirSync(mutex)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false
-    const id = identity(mutex)
+    const id = lockDirIdentity(mutex)
     // A takeover killed inside its few ms would block every later one: clear it, and let the next round retry.
     if (id && now() - id.mtimeMs > MUTEX_STALE_MS) fs.rmSync(mutex, {recursive: true, force: true})
     return false

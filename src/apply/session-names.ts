@@ -1,9 +1,10 @@
 import fs from 'node:fs'
 import path from 'node:path'
 
-import {InputError} from '../core/errors.js'
+import {InputError, StateError} from '../core/errors.js'
 import {isUnsafeFileError, readTextIfExists, type RefusedFile, refusedFile} from '../core/json-file.js'
 import {statePolicy} from '../core/state-policy.js'
+import {userIdOf} from '../core/user-groups.js'
 
 const NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/
 
@@ -13,6 +14,33 @@ export function assertSessionName(name: string): void {
     throw new InputError('BAD_SESSION_NAME', `"${name}" is not a usable session name`, {
       fix: ['use letters, digits, "_", "." or "-", starting with a letter or digit, at most 63 characters'],
     })
+  }
+}
+
+/** Who asks for a name: root may take any. */
+export type NameCaller = {readonly uid: number; readonly user: string; readonly isRoot: boolean}
+
+/** A user's id by name; null when there is no such user. */
+export type UserLookup = (user: string) => number | null
+
+/**
+ * A member may not take a name that starts with another user's name and a dash: everyone's own sessions are named
+ * `<user>-<target>` by default, so bob's `alice-x` would pass for one of alice's (in ps, in a teammate's `down`, in
+ * the container's name). Every dash counts, so a user whose own name has one (`ml-ops`) is covered too. Root may.
+ */
+export function assertNameNotReserved(name: string, caller: NameCaller, uidOf: UserLookup = userIdOf): void {
+  if (caller.isRoot) return
+  for (let at = name.indexOf('-'); at > 0; at = name.indexOf('-', at + 1)) {
+    const prefix = name.slice(0, at)
+    // user names are lower case; ALICE-x passes for alice's as well
+    for (const user of new Set([prefix, prefix.toLowerCase()])) {
+      const uid = user === caller.user ? caller.uid : uidOf(user)
+      if (uid === null || uid === caller.uid) continue
+      throw new StateError('NAME_RESERVED', `session names starting with "${user}-" are ${user}'s`, {
+        exit: 4,
+        fix: [`pick another --name, e.g. ${caller.user}-${name.slice(at + 1) || 'session'}`, 'or leave --name out: the session is named after you'],
+      })
+    }
   }
 }
 
@@ -79,13 +107,24 @@ export function scanClaims(stateDir: string): {claims: NameClaim[]; refused: Ref
   return {claims, refused}
 }
 
-/** The first free `<user>-<target>`, `<user>-<target>-2`, ... */
-export function reserveAutoName(stateDir: string, base: string, claim: {gpuUuid: string; pid: number; hostname: string}): string {
-  const clean =
+/** A base made a usable name: what a session without --name is called (before a `-2`, `-3` when taken). */
+function cleanBase(base: string): string {
+  return (
     base
       .replace(/[^a-zA-Z0-9_.-]+/g, '-')
       .replace(/^[^a-zA-Z0-9]+/, '')
       .slice(0, 56) || 'session'
+  )
+}
+
+/** The name an `up` without --name gets when it is free: `<user>-<target>` (the queue shows it for such a request). */
+export function defaultSessionName(user: string, targetKey: string): string {
+  return cleanBase(`${user}-${targetKey}`)
+}
+
+/** The first free `<user>-<target>`, `<user>-<target>-2`, ... */
+export function reserveAutoName(stateDir: string, base: string, claim: {gpuUuid: string; pid: number; hostname: string}): string {
+  const clean = cleanBase(base)
   for (let n = 1; n < 1000; n++) {
     const name = n === 1 ? clean : `${clean}-${n}`
     if (reserveName(stateDir, name, claim)) return name

@@ -12,6 +12,8 @@ import {settleDir} from '../core/settle-dir.js'
 import {statePolicy} from '../core/state-policy.js'
 import {listSessions} from './book-store.js'
 import {isLeaseSession} from './gpu-book.js'
+import {withGpuLock} from './gpu-lock.js'
+import {defaultSessionName} from './session-names.js'
 
 /**
  * `up --wait` (issue 20): when no slice that fits is free, the request waits in the box's queue instead of failing.
@@ -19,6 +21,14 @@ import {isLeaseSession} from './gpu-book.js'
  * waiter holds no lock that blocks anyone's up or down. Each entry names its process (pid, start time, boot): an entry
  * whose process is gone (kill -9) is ignored and removed by the next reader. Order is fair between users: round-robin
  * by user, each user's requests in their order, so one user's third request never goes before another's first.
+ *
+ * On a shared box (issue 27) a member may have at most MAX_WAITING_PER_USER requests waiting (root any number), and a
+ * waiter must be heard: a timer of its own refreshes `heardAt` every retry period, so one whose process is alive but
+ * stalled (Ctrl-Z; a write to its terminal that blocks) stops being heard. Not heard for SKIP_AFTER_PERIODS periods, it
+ * is skipped (no longer "ahead" of anyone); for EXPIRE_AFTER_PERIODS, any reader removes it. A waiter that finds its
+ * entry gone ends with QUEUE_EXPIRED rather than coming back to its old place: a short stall costs nothing (it is
+ * heard again and keeps its place), a long one gives the place up, so teammates who kept waiting are not passed by
+ * a request whose user was not there, and no entry is ever written again outside the per-user cap.
  */
 
 const entrySchema = z.strictObject({
@@ -36,16 +46,37 @@ const entrySchema = z.strictObject({
   enqueuedAt: z.string(),
   /** the last time it tried and found no room; entries behind it may try meanwhile */
   missedAt: z.string().optional(),
+  // Optional, so that entries written before them still read:
+  /** the session name asked for, or the one it would get (`<user>-<target>`) */
+  name: z.string().optional(),
+  /** the target's catalog key */
+  target: z.string().optional(),
+  /** the last time its waiter said it is there (its timer, every heardEveryMs); absent: judged by its process alone */
+  heardAt: z.string().optional(),
+  /** its waiter's retry period: how often it is heard */
+  heardEveryMs: z.number().int().min(1).max(3_600_000).optional(),
 })
 export type QueueEntry = z.infer<typeof entrySchema>
-export type QueuedRequest = QueueEntry & {readonly position: number}
+/** stalled: not heard for SKIP_AFTER_PERIODS retry periods, so those behind it do not wait for it */
+export type QueuedRequest = QueueEntry & {readonly position: number; readonly stalled: boolean}
+
+/** How many requests one member may have waiting at once; root is not capped. */
+export const MAX_WAITING_PER_USER = 3
+/** An entry not heard for this many of its retry periods is skipped by those behind it. */
+export const SKIP_AFTER_PERIODS = 2
+/** An entry not heard for this many of its retry periods is removed by any reader. */
+export const EXPIRE_AFTER_PERIODS = 4
+const DEFAULT_RETRY_MS = 5_000
 
 export function queueDir(stateDir: string): string {
   return path.join(stateDir, 'queue')
 }
 
-/** The live entries in the order they are served (position 1 first); entries of dead processes are removed. */
-export function listQueue(stateDir: string): QueuedRequest[] {
+/**
+ * The live entries in the order they are served (position 1 first); entries of dead processes, and entries not heard
+ * for EXPIRE_AFTER_PERIODS periods, are removed.
+ */
+export function listQueue(stateDir: string, now: number = Date.now()): QueuedRequest[] {
   const dir = queueDir(stateDir)
   const live: QueueEntry[] = []
   for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
@@ -58,14 +89,22 @@ export function listQueue(stateDir: string): QueuedRequest[] {
       if (isUnsafeFileError(error)) continue // never followed; doctor's business
       throw error
     }
-    if (read?.ok && isAlive(read.data)) live.push(read.data)
-    else if (read !== null) fs.rmSync(file, {force: true}) // a waiter killed -9, or a damaged entry: no trace
+    if (read?.ok && isAlive(read.data) && silentPeriods(read.data, now) < EXPIRE_AFTER_PERIODS) live.push(read.data)
+    else if (read !== null) fs.rmSync(file, {force: true}) // a waiter killed -9 or long stalled, or a damaged entry: no trace
   }
   // the usual case (ps, status): nobody waits, and the books need not be read for the order
   if (live.length === 0) return []
   const held = new Map<number, number>()
   for (const {session} of listSessions(stateDir)) if (!isLeaseSession(session)) held.set(session.owner.uid, (held.get(session.owner.uid) ?? 0) + 1)
-  return fairOrder(live, held).map((entry, i) => ({...entry, position: i + 1}))
+  return fairOrder(live, held).map((entry, i) => ({...entry, position: i + 1, stalled: silentPeriods(entry, now) >= SKIP_AFTER_PERIODS}))
+}
+
+/** How many of its retry periods an entry has gone unheard; 0 for one without a heartbeat (an older waiter's). */
+function silentPeriods(entry: QueueEntry, now: number): number {
+  if (entry.heardAt === undefined) return 0
+  const heardAt = Date.parse(entry.heardAt)
+  if (Number.isNaN(heardAt)) return Infinity
+  return (now - heardAt) / (entry.heardEveryMs ?? DEFAULT_RETRY_MS)
 }
 
 /**
@@ -87,8 +126,13 @@ export function fairOrder(entries: readonly QueueEntry[], held: ReadonlyMap<numb
 export type WaitProgress = {readonly position: number; readonly waiting: number; readonly want: string; readonly ahead: readonly string[]}
 
 export type WaitOptions<T> = {
-  readonly who: {readonly uid: number; readonly user: string}
+  /** isRoot: not capped (absent: uid 0) */
+  readonly who: {readonly uid: number; readonly user: string; readonly isRoot?: boolean}
   readonly want: string
+  /** the session name asked for; null: the one it would get, `<user>-<target>` */
+  readonly name: string | null
+  /** the target's catalog key */
+  readonly target: string
   /** one try: bring the session up, or throw; a "no room" error (isNoRoom) means wait on */
   readonly attempt: () => Promise<T>
   readonly isNoRoom?: (error: unknown) => boolean
@@ -112,8 +156,19 @@ export const isNoFreeSlot = (error: unknown): boolean => isCosplayError(error) &
 export async function waitInQueue<T>(stateDir: string, options: WaitOptions<T>): Promise<T> {
   const isNoRoom = options.isNoRoom ?? isNoFreeSlot
   const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs
-  const entry = enqueue(stateDir, options)
+  const retryMs = options.retryMs ?? DEFAULT_RETRY_MS
+  let entry = await enqueue(stateDir, options, retryMs)
   const file = path.join(queueDir(stateDir), `${entry.id}.json`)
+  const save = (change: Partial<QueueEntry>) => {
+    entry = {...entry, ...change, heardAt: new Date().toISOString()}
+    writeJsonAtomic(file, entry)
+  }
+  // The heartbeat: from a timer, so it goes on while a try runs, and stops only when this process does. An entry
+  // already gone is not written again (the loop ends with QUEUE_EXPIRED).
+  const heartbeat = setInterval(() => {
+    if (fs.existsSync(file)) save({})
+  }, retryMs)
+  heartbeat.unref()
   let missedAt: number | null = null
   let lastShown = ''
   try {
@@ -126,14 +181,23 @@ export async function waitInQueue<T>(stateDir: string, options: WaitOptions<T>):
       }
       const order = listQueue(stateDir)
       const at = order.findIndex((e) => e.id === entry.id)
-      const ahead = at < 0 ? [] : order.slice(0, at)
+      if (at < 0) {
+        throw new StateError(
+          'QUEUE_EXPIRED',
+          `this request for ${options.want} lost its place in the queue: it was not heard from for over ${(EXPIRE_AFTER_PERIODS * retryMs) / 1000} s`,
+          {
+            fix: ['was it stopped (Ctrl-Z) or its output not read? ask again: up --wait'],
+          },
+        )
+      }
+      // a stalled waiter ahead is passed by, not waited for
+      const ahead = order.slice(0, at).filter((e) => !e.stalled)
       const shown = `${at + 1}/${order.length}`
       if (shown !== lastShown) {
         lastShown = shown
         options.onProgress?.({position: at + 1, waiting: order.length, want: options.want, ahead: ahead.map((e) => `${e.user}: ${e.want}`)})
       }
       // a book changed, or a new retry period began (the same boundaries for every waiter): a change for everyone
-      const retryMs = options.retryMs ?? 5_000
       const changed = Math.max(booksChangedAt(stateDir), Math.floor(Date.now() / retryMs) * retryMs)
       const myTurn = ahead.every((e) => e.missedAt !== undefined && Date.parse(e.missedAt) >= changed)
       if (myTurn && (missedAt === null || changed > missedAt)) {
@@ -142,22 +206,51 @@ export async function waitInQueue<T>(stateDir: string, options: WaitOptions<T>):
         } catch (error) {
           if (!isNoRoom(error)) throw error
           missedAt = Date.now()
-          writeJsonAtomic(file, {...entry, missedAt: new Date(missedAt).toISOString()})
+          save({missedAt: new Date(missedAt).toISOString()})
         }
       }
       await sleep(options.pollMs ?? 500, options.signal)
     }
   } finally {
+    clearInterval(heartbeat)
     fs.rmSync(file, {force: true})
   }
 }
 
-function enqueue(stateDir: string, options: WaitOptions<unknown>): QueueEntry {
+/**
+ * Writes the request's entry, after counting the member's waiting requests: the count and the write are made under
+ * the queue's own lock, so that two requests of one member at the same moment cannot both pass as the third.
+ */
+async function enqueue(stateDir: string, options: WaitOptions<unknown>, retryMs: number): Promise<QueueEntry> {
   const dir = queueDir(stateDir)
   const mode = statePolicy().sharedFolderMode
   settleDir(dir, {create: true}, ({created, chmod}) => {
     if (created) chmod(mode)
   })
+  const isRoot = options.who.isRoot ?? options.who.uid === 0
+  if (isRoot) return writeEntry(dir, options, retryMs)
+  return withGpuLock(
+    stateDir,
+    QUEUE_LOCK,
+    async () => {
+      const waiting = listQueue(stateDir).filter((e) => e.uid === options.who.uid).length
+      if (waiting >= MAX_WAITING_PER_USER) {
+        throw new StateError('QUEUE_FULL', `${options.who.user} has ${waiting} requests waiting already, the most one user may`, {
+          exit: 4,
+          fix: ['see them: gpu-cosplay ps --queue', 'wait for one to be served, or end one (Ctrl-C where it waits)'],
+        })
+      }
+      return writeEntry(dir, options, retryMs)
+    },
+    {waitMs: 30_000},
+  )
+}
+
+/** The queue's lock, beside the GPUs' (`gpus/box-queue.lock`): held only while a member's request is counted and written. */
+const QUEUE_LOCK = 'box-queue'
+
+function writeEntry(dir: string, options: WaitOptions<unknown>, retryMs: number): QueueEntry {
+  const now = new Date().toISOString()
   const entry: QueueEntry = {
     version: 1,
     id: `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`,
@@ -168,7 +261,11 @@ function enqueue(stateDir: string, options: WaitOptions<unknown>): QueueEntry {
     hostname: os.hostname(),
     startTicks: startTicksOf(process.pid),
     bootId: options.bootId ?? null,
-    enqueuedAt: new Date().toISOString(),
+    enqueuedAt: now,
+    name: options.name ?? defaultSessionName(options.who.user, options.target),
+    target: options.target,
+    heardAt: now,
+    heardEveryMs: retryMs,
   }
   writeJsonAtomic(path.join(dir, `${entry.id}.json`), entry)
   return entry

@@ -117,8 +117,10 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
     const {waitInQueue} = await import('../apply/wait-queue.js')
     // Ctrl-C while waiting leaves the queue; nothing was changed yet
     return await waitInQueue(ctx.stateDir.dir, {
-      who: ctx.owner,
+      who: {...ctx.owner, isRoot: ctx.isRoot},
       want: `${target.name} on GPU ${request.hostGpu}`,
+      name: request.name,
+      target: target.key,
       attempt,
       signal: io.cancel.signal,
       timeoutMs: fair.timeoutMs,

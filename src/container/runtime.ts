@@ -8,6 +8,7 @@ import {PassThrough, type Readable, type Writable} from 'node:stream'
 import createDebug from 'debug'
 import Docker from 'dockerode'
 import {ContainerError} from '../core/errors.js'
+import {assertImageRef} from '../core/image-ref.js'
 import {DEBUG_NS, LABELS} from '../core/names.js'
 
 const debug = createDebug(DEBUG_NS.container)
@@ -107,7 +108,7 @@ export type DockerExecOptions = {
   user?: string
   workingDir?: string
   env?: Readonly<Record<string, string>>
-  /** where output goes; without them it is collected into the result */
+  /** where output goes; without them it is collected into the result (the first EXEC_KEEP_BYTES of each) */
   stdout?: Writable
   stderr?: Writable
   /** initial tty size */
@@ -252,11 +253,16 @@ export class DockerRuntime {
     return {imageId, tag: options.tag}
   }
 
-  /** null when the image is not there. */
+  /**
+   * null when the image is not there. dockerode puts the name into the URL path as it is (`/images/<ref>/json`), so a
+   * reference that is not Docker's grammar (`../containers/json`, `x?y`) is refused here (BAD_IMAGE) before the engine
+   * hears of it, and what passes goes through pathSafe: a no-op for the grammar's characters, an encoding for any other.
+   */
   async inspectImage(ref: string): Promise<ImageInfo | null> {
+    assertImageRef(ref)
     let info: Docker.ImageInspectInfo
     try {
-      info = await this.docker.getImage(ref).inspect()
+      info = await this.docker.getImage(pathSafe(ref)).inspect()
     } catch (error) {
       if ((error as EngineError)?.statusCode === 404) return null
       throw this.wrap(error, 'IMAGE_INSPECT_FAILED', `cannot inspect image ${ref}`)
@@ -490,15 +496,34 @@ async function listFiles(dir: string, entries: readonly string[]): Promise<strin
   return files.sort()
 }
 
+/** Every character outside an image reference's own (letters, digits, `._-:@/+`) percent-encoded, for a URL path. */
+function pathSafe(ref: string): string {
+  return ref.replace(/[^A-Za-z0-9._\-:@/+]/g, (c) => encodeURIComponent(c).replace(/[!'()*]/g, (x) => `%${x.charCodeAt(0).toString(16).toUpperCase()}`))
+}
+
 function toArgv(value: unknown): string[] | null {
   if (Array.isArray(value)) return value.map(String)
   if (typeof value === 'string' && value) return [value]
   return null
 }
 
+/**
+ * How much of a command's output exec collects, per stream. What root runs in a member's container (the reaper's
+ * notice and login checks, verify) prints what the member's files make it print: past this, output is read and
+ * dropped, so the command still ends and root's memory holds no more than this. Every collected answer is far smaller.
+ */
+export const EXEC_KEEP_BYTES = 64 * 1024
+
 function collector(chunks: Buffer[]): Writable {
   const stream = new PassThrough()
-  stream.on('data', (chunk: Buffer) => chunks.push(chunk))
+  let kept = 0
+  stream.on('data', (chunk: Buffer) => {
+    if (kept >= EXEC_KEEP_BYTES) return
+    // a copy of the part kept, so that a large last chunk is not held whole
+    const part = chunk.length <= EXEC_KEEP_BYTES - kept ? chunk : Buffer.from(chunk.subarray(0, EXEC_KEEP_BYTES - kept))
+    chunks.push(part)
+    kept += part.length
+  })
   return stream
 }
 

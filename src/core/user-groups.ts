@@ -1,4 +1,4 @@
-/** The groups a user is in, from /etc/passwd (their primary group) and /etc/group (member lists), by name. */
+/** Users and groups by name, from /etc/passwd and /etc/group: the groups a user is in, a group's id, a user's id. */
 import {readFileSync} from 'node:fs'
 
 function linesOf(file: string): string[][] {
@@ -23,4 +23,14 @@ export function groupNamesOf(user: string, uid: number, files = {passwd: '/etc/p
 export function groupId(group: string, groupFile = '/etc/group'): number | null {
   const gid = linesOf(groupFile).find((f) => f[0] === group)?.[2]
   return gid !== undefined && /^\d+$/.test(gid) ? Number(gid) : null
+}
+
+/**
+ * A user's id by name, from /etc/passwd; null when there is no such user there. Users known only to NSS (LDAP, sssd)
+ * are not seen: on such a box this reads what `getent passwd` would answer only for local users.
+ */
+export function userIdOf(user: string, passwdFile = '/etc/passwd'): number | null {
+  if (user === '') return null
+  const uid = linesOf(passwdFile).find((f) => f[0] === user)?.[2]
+  return uid !== undefined && /^\d+$/.test(uid) ? Number(uid) : null
 }

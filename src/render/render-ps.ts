@@ -36,12 +36,16 @@ function timeLeft(s: SessionView): string {
   return s.timeLeftMs === 0 ? 'ending' : formatDuration(s.timeLeftMs)
 }
 
-/** `ps --queue`: the `up --wait` requests, in the order they will be served. */
+/**
+ * `ps --queue`: the `up --wait` requests, in the order they will be served: the session name each asked for (or would
+ * get), its owner, its target, since when it waits. A waiter not heard from lately is marked: the others pass it by.
+ * Entries written before names and targets were kept show "-" and what they wait for.
+ */
 export function renderQueue(queue: readonly QueuedRequest[]): string {
   if (queue.length === 0) return 'No request is waiting.'
   return formatTable(
-    ['#', 'USER', 'WAITS FOR', 'SINCE'],
-    queue.map((q) => [String(q.position), q.user, q.want, q.enqueuedAt]),
+    ['#', 'NAME', 'OWNER', 'TARGET', 'SINCE'],
+    queue.map((q) => [q.stalled ? `${q.position} (not heard, passed by)` : String(q.position), q.name ?? '-', q.user, q.target ?? q.want, q.enqueuedAt]),
   )
 }
 

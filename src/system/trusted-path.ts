@@ -5,7 +5,11 @@
 import fs from 'node:fs'
 import path from 'node:path'
 
-/** Why `target` is not root's alone, or null when it is. A sticky root-owned folder (/tmp) above it is fine. */
+/**
+ * Why `target` is not root's alone, or null when it is. A sticky world-writable folder (/tmp) above it is not fine:
+ * the sticky bit only keeps others from removing what is there, and whoever made a folder under /tmp first (before
+ * root did, or instead) owns it; a program named under /tmp is one anyone may have put there.
+ */
 export function whyNotRootOnly(target: string): string | null {
   let real: string
   try {
@@ -38,11 +42,10 @@ export function whyTreeNotRootOnly(root: string): string | null {
   return null
 }
 
-/** Why this entry is not root's alone (owned by root, written by root alone; a sticky folder like /tmp is fine). */
+/** Why this entry is not root's alone: owned by root and written by root alone (sticky or not). */
 export function whyNotRootsEntry(file: string, info: fs.Stats): string | null {
   if (info.uid !== 0) return `${file} belongs to uid ${info.uid}, not root`
   if (info.isSymbolicLink()) return null
-  const sticky = info.isDirectory() && (info.mode & 0o1000) !== 0
-  if ((info.mode & 0o022) !== 0 && !sticky) return `${file} is writable by others than root (mode ${(info.mode & 0o7777).toString(8)})`
+  if ((info.mode & 0o022) !== 0) return `${file} is writable by others than root (mode ${(info.mode & 0o7777).toString(8)})`
   return null
 }

@@ -2,6 +2,8 @@
  * Issue 20 through `up`: --ttl ends a session by itself (in a sandbox, the next command that opens the state reaps
  * it), and --wait queues for a slice instead of failing, leaving the queue on timeout with nothing changed.
  */
+import {userInfo} from 'node:os'
+
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
 
 import {freshScene} from './support/crash-points.js'
@@ -53,12 +55,13 @@ describe('up --wait', () => {
     const {env} = freshScene()
     const [first] = fillGpu(env)
     const waiter = startCli(['up', 't4', '--match', 'fp32', '--no-container', '--name', 'queued', '--wait', '--json'], env)
-    let queued: {user: string; position: number}[] = []
+    let queued: {user: string; position: number; name?: string}[] = []
     for (let i = 0; i < 100 && queued.length === 0; i++) {
       await sleep(100)
       queued = runJson(['ps', '--queue'], env).json
     }
-    expect(queued).toMatchObject([{position: 1}])
+    // what waits, named (issue 27): the session name asked for, its owner, its target
+    expect(queued).toMatchObject([{position: 1, name: 'queued', user: userInfo().username, target: 't4', stalled: false}])
     expect(runCli(['down', first], env).exitCode).toBe(0)
     const done = await waiter.done
     expect({exit: done.exitCode, stderr: done.stderr}).toEqual({exit: 0, stderr: expect.any(String)})

@@ -1,9 +1,11 @@
 import {createHash} from 'node:crypto'
-import fs from 'node:fs'
 import path from 'node:path'
 
+import type {Executor} from '../../core/executor.js'
+import {LocalExecutor} from '../../core/local-executor.js'
 import type {MpsControl, MpsDirectories, MpsRunAs} from '../../host/mps.js'
 import type {MpsShaping} from '../../plan/types.js'
+import {removeTreeAsOwner} from '../remove-tree-as-owner.js'
 import {ensureHolderDir, ensurePrivateDir, ensureUserDir} from '../state-dir.js'
 import type {Json, PlannedStep, StepImpl} from './step.js'
 
@@ -25,7 +27,8 @@ export type StartMpsParams = {
 /** The MPS control funnel, made when a step first needs it. */
 export type MpsFactory = () => MpsControl
 
-export function startMpsStep(mps: MpsFactory): StepImpl {
+/** `executor` runs the removal of a member's folder as the member (remove-tree-as-owner.ts). */
+export function startMpsStep(mps: MpsFactory, executor: Executor = new LocalExecutor()): StepImpl {
   return {
     kind: 'start-mps',
     describe: (params) => `start an MPS control daemon: ${params.activeThreadPercentage}% of the SMs, ${params.pinnedMemLimitMiB} MiB pinned`,
@@ -60,10 +63,12 @@ export function startMpsStep(mps: MpsFactory): StepImpl {
       return {device}
     },
 
-    async undo(_ctx, entry) {
+    async undo(ctx, entry) {
       const p = entry.params as StartMpsParams
       await mps().quit(dirsOf(p), p.runAs)
-      fs.rmSync(path.dirname(p.pipeDirectory), {recursive: true, force: true})
+      // the member's folder, removed with their rights when we are root (a link they swap in leads nowhere of root's)
+      const left = await removeTreeAsOwner(path.dirname(p.pipeDirectory), executor)
+      if (left) ctx.notes.push(left)
     },
   }
 }

@@ -66,6 +66,8 @@ describe('the queue', () => {
       waitInQueue(box.stateDir, {
         who: owner,
         want: `1650 (${label})`,
+        name: label,
+        target: '1650',
         pollMs: 50,
         attempt: async () => {
           inFlight++
@@ -85,7 +87,8 @@ describe('the queue', () => {
     const a2 = wait('a2', ALICE)
     await new Promise((r) => setTimeout(r, 300))
     const b1 = wait('b1', BOB)
-    while (listQueue(box.stateDir).some((e) => e.missedAt === undefined)) await new Promise((r) => setTimeout(r, 20))
+    // all three queued (a member's request is counted under the queue's lock first) and each has tried once
+    while (listQueue(box.stateDir).length < 3 || listQueue(box.stateDir).some((e) => e.missedAt === undefined)) await new Promise((r) => setTimeout(r, 20))
     expect(listQueue(box.stateDir).map((e) => e.want)).toEqual(['1650 (a1)', '1650 (b1)', '1650 (a2)'])
     // a slice frees while every waiter has seen the GPU full since the last change (none is mid-try: one that is may take
     // a slice freed during its try, whatever its place)
@@ -108,11 +111,13 @@ describe('the queue', () => {
     const picture = gpuPicture(box.sim)
     const attempt = () => bringUp(upRequest(ALICE, {target: target('1650')}), box.deps)
     const abort = new AbortController()
-    const waiting = waitInQueue(box.stateDir, {who: ALICE, want: '1650', attempt, pollMs: 50, signal: abort.signal})
+    const waiting = waitInQueue(box.stateDir, {who: ALICE, want: '1650', name: null, target: '1650', attempt, pollMs: 50, signal: abort.signal})
     while (listQueue(box.stateDir).length === 0) await new Promise((r) => setTimeout(r, 20))
     abort.abort()
     await expect(waiting).rejects.toMatchObject({code: 'QUEUE_LEFT'})
-    await expect(waitInQueue(box.stateDir, {who: ALICE, want: '1650', attempt, pollMs: 50, timeoutMs: 500})).rejects.toMatchObject({code: 'QUEUE_TIMEOUT'})
+    await expect(waitInQueue(box.stateDir, {who: ALICE, want: '1650', name: null, target: '1650', attempt, pollMs: 50, timeoutMs: 500})).rejects.toMatchObject({
+      code: 'QUEUE_TIMEOUT',
+    })
     expect(listQueue(box.stateDir)).toEqual([])
     expect(readdirSync(queueDir(box.stateDir))).toEqual([])
     expect(listSessions(box.stateDir).map((l) => l.session.name)).toEqual(['root-first'])

@@ -4,8 +4,8 @@
  * Unit tests run as root in CI, as an admin's `system install` does.
  */
 import {spawnSync} from 'node:child_process'
-import {chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
+import {homedir, tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import {readBoxConfig} from '../../../src/core/read-box-config.js'
@@ -123,14 +123,42 @@ describe('the configuration', () => {
 })
 
 describe('what root may run must be root’s alone', () => {
-  asRoot('a root-only file under root-only folders passes; a sticky /tmp above is fine', () => {
-    const file = join(dir, 'prog')
+  // /tmp is world-writable: a folder under it, anyone may have made first (and made theirs): root's own folders only
+  let rootOnly: string
+  beforeEach(() => {
+    if (!isRoot) return
+    // root's home, else another folder of root's alone all the way up (never under /tmp)
+    const base = [homedir(), '/root', '/run', '/var/lib'].find((d) => existsSync(d) && whyNotRootOnly(d) === null)
+    rootOnly = mkdtempSync(join(base ?? '/root', '.gc-boundary-'))
+    chmodSync(rootOnly, 0o755)
+  })
+  afterEach(() => {
+    if (isRoot) rmSync(rootOnly, {recursive: true, force: true})
+  })
+
+  asRoot('a root-only file under root-only folders passes', () => {
+    const file = join(rootOnly, 'prog')
     writeFileSync(file, '#!/bin/sh\n', {mode: 0o755})
     expect(whyNotRootOnly(file)).toBeNull()
   })
 
+  asRoot('a root-owned file under a sticky world-writable folder (/tmp) fails: anyone may have made the folder above it', () => {
+    const sticky = join(rootOnly, 'tmp')
+    mkdirSync(sticky)
+    chmodSync(sticky, 0o1777)
+    const sub = join(sticky, 'prog-dir')
+    mkdirSync(sub, {mode: 0o755})
+    const file = join(sub, 'prog')
+    writeFileSync(file, '#!/bin/sh\n', {mode: 0o755})
+    expect(whyNotRootOnly(file)).not.toBeNull()
+    // the test's own temp folder sits under the system's /tmp
+    const underTmp = join(dir, 'prog')
+    writeFileSync(underTmp, '#!/bin/sh\n', {mode: 0o755})
+    expect(whyNotRootOnly(underTmp)).not.toBeNull()
+  })
+
   asRoot('a file others may write, or a folder above it that another user owns, fails', () => {
-    const sub = join(dir, 'sub')
+    const sub = join(rootOnly, 'sub')
     mkdirSync(sub)
     const file = join(sub, 'prog')
     writeFileSync(file, '#!/bin/sh\n', {mode: 0o755})
@@ -142,11 +170,11 @@ describe('what root may run must be root’s alone', () => {
   })
 
   asRoot('a package with one file of someone else deep inside fails', () => {
-    const deep = join(dir, 'pkg', 'node_modules', 'x')
+    const deep = join(rootOnly, 'pkg', 'node_modules', 'x')
     mkdirSync(deep, {recursive: true})
     writeFileSync(join(deep, 'index.js'), '')
-    expect(whyTreeNotRootOnly(join(dir, 'pkg'))).toBeNull()
+    expect(whyTreeNotRootOnly(join(rootOnly, 'pkg'))).toBeNull()
     chownSync(join(deep, 'index.js'), 1234, 1234)
-    expect(whyTreeNotRootOnly(join(dir, 'pkg'))).toContain('index.js')
+    expect(whyTreeNotRootOnly(join(rootOnly, 'pkg'))).toContain('index.js')
   })
 })
