@@ -11,6 +11,7 @@ import type {LaunchedSession} from '../container/launch-session.js'
 import type {PrepareInput} from '../container/prepare-container.js'
 import {actsForCaller, engineBoxConfig} from '../core/box-config.js'
 import {StateError} from '../core/errors.js'
+import {assertImageRef} from '../core/image-ref.js'
 import {invokingUser} from '../core/invoking-user.js'
 import type {ContainerRequest} from '../system/engine-protocol.js'
 import {LocalExecutor} from '../core/local-executor.js'
@@ -72,6 +73,7 @@ export async function containerInputFor(request: ContainerRequest, target: Targe
   const forMember = actsForCaller() && !user.isRoot
   // a member's container may get sudo only where the box allows it; root's own always may
   if (request.sudo) assertContainerSudoAllowed(forMember ? engineBoxConfig() : null)
+  if (request.image !== null) assertImageRef(request.image, '--image')
   const sshBind = parseBindAddress(request.sshBind)
   if (forMember && !isLoopbackAddress(sshBind)) {
     throw new StateError('ROOT_ONLY', `up --ssh-bind ${sshBind} publishes sshd beyond this machine: on this shared box only root may`, {

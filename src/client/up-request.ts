@@ -18,6 +18,7 @@ import type {UpFlags, UpResult} from './up-session.js'
 export async function upRequestFrom(gpu: string, flags: UpFlags, memberKey: ClientKey | null, cwd: string = process.cwd()): Promise<RequestOf<'up'>> {
   const [{assertSessionName}, {parseDuration}] = await Promise.all([import('../apply/session-names.js'), import('../core/duration.js')])
   if (flags.name !== undefined) assertSessionName(flags.name)
+  if (flags.image !== undefined) (await import('../core/image-ref.js')).assertImageRef(flags.image, '--image')
   return {
     op: 'up',
     target: gpu,

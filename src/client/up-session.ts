@@ -58,7 +58,13 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
   const catalog = await currentCatalog()
   const target = resolveTarget(catalog, request.target)
   // Checks before Docker or the GPU is contacted.
-  if (request.name !== null) (await import('../apply/session-names.js')).assertSessionName(request.name)
+  if (request.name !== null) {
+    const {assertNameNotReserved, assertSessionName} = await import('../apply/session-names.js')
+    const caller = invokingUser()
+    assertSessionName(request.name)
+    // before a --wait: a name that is another user's is refused at once, not at the first try
+    assertNameNotReserved(request.name, {uid: caller.uid, user: caller.user, isRoot: caller.isRoot})
+  }
   // on a shared box a member's session may not bind every tenant's clock or power, nor a privileged host port
   if (request.lockClock) requireRootOnSharedBox('up --lock-clock', "locks the clock of every tenant's GPU")
   if (request.capPower) requireRootOnSharedBox('up --cap-power', "caps the power of every tenant's GPU")

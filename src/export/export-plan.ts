@@ -55,8 +55,16 @@ export function exportInput(catalog: Catalog, host: PlanHost, target: Target, pl
     image: options.image,
     leaseImage: options.leaseImage ?? options.image,
     migStrategy: options.migStrategy ?? 'mixed',
-    nodeName: options.nodeName ?? 'gpu-node',
+    nodeName: checkedNodeName(options.nodeName ?? 'gpu-node'),
   }
+}
+
+/** Slurm's NodeName hostlist (`gpu[01-04],gpu-x`): one word on one line of gres.conf, nothing a parser would read more into. */
+function checkedNodeName(name: string): string {
+  if (/^[A-Za-z0-9][A-Za-z0-9._,[\]-]{0,254}$/.test(name)) return name
+  throw new InputError('BAD_NODE_NAME', `--node ${JSON.stringify(name)} is not a Slurm NodeName (a hostname or hostlist such as gpu[01-04])`, {
+    fix: ['letters, digits, ".", "_", "-", "," and [ranges] only'],
+  })
 }
 
 type MixedPlan = {readonly asked: string; readonly count: number | 'fill'; readonly plan: Plan; readonly trade?: ProfileTrade}

@@ -57,6 +57,7 @@ const CASES: Case[] = [
   {name: 'a session name with terminal escapes', args: ['ssh-config', 'x\u001b[31m\u0007\u009b'], exit: 2, code: 'UNKNOWN_SESSION'},
   {name: 'no GPU instance fits', args: ['plan', 'a100-80g'], exit: 3, code: 'MIG_NO_FREE_SLOT', sim: (s) => void s.createInstances(0, [19])},
   {name: '--workspace not a folder', args: ['up', '3090', '--workspace', '/nonexistent/ws'], exit: 2, code: 'BAD_WORKSPACE'},
+  {name: 'a Slurm node name with a newline', args: ['plan', 't4', '--on', 'h200', '-o', 'slurm', '--node', 'gpu\n/bin/sh'], exit: 2, code: 'BAD_NODE_NAME'},
 ]
 
 function notExecutable(): string {
