@@ -104,3 +104,6 @@ await import('./startup.mjs')
 
 // the container part runs only where a Docker engine answers (it says so and skips otherwise)
 await import('./e2e.mjs')
+
+// what the engine boundary costs a member's up on a shared box, against root's own (root only; skipped otherwise)
+await import('./member-up.mjs')

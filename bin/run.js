@@ -9,8 +9,9 @@ if (process.env.GPU_COSPLAY_ENGINE || existsSync('/etc/gpu-cosplay/config.yaml')
   const exit = await (await import('../dist/engine-route.js')).routeThroughEngine(argv)
   if (exit !== null) process.exit(exit)
 }
-// `up`'s first look at the GPUs (read-only) runs while the rest of the CLI loads
+// `up`'s first look at the GPUs (read-only) runs while the rest of the CLI loads; a member's up starts the engine instead
 if (argv[0] === 'up') {
+  if (process.env.GPU_COSPLAY_ENGINE === 'member') (await import('../dist/engine-client.js')).startEarlyEngineFor(argv)
   const early = await import('../dist/first-listing.js')
   if (early.upReadsLocalGpu(argv, process.env)) early.startEarlyListing()
 }

@@ -31,6 +31,8 @@ await build({
     'first-listing': 'src/client/first-listing.ts',
     // on a shared box, bin/run.js asks here how this process stands (src/system/engine-route.ts)
     'engine-route': 'src/system/engine-route.ts',
+    // a member's up starts the engine from here before oclif loads; askEngine takes it (src/system/engine-client.ts)
+    'engine-client': 'src/system/engine-client.ts',
     // the shared box's root engine: one typed request on stdin, no command parser (src/engine/serve-engine.ts)
     engine: 'src/engine/serve-engine.ts',
   },

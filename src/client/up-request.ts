@@ -14,8 +14,11 @@ import type {ClientKey} from '../remote/client-key.js'
 import type {RequestOf} from '../system/engine-protocol.js'
 import type {UpFlags, UpResult} from './up-session.js'
 
+/** what a member's client needs of their key: where it is (for the ssh line) and its public half (for the request) */
+export type MemberKey = Pick<ClientKey, 'privateKeyPath' | 'publicKey'>
+
 /** The request `up GPU` with these flags makes; `memberKey`: a member's own key (null: root or a sandbox). */
-export async function upRequestFrom(gpu: string, flags: UpFlags, memberKey: ClientKey | null, cwd: string = process.cwd()): Promise<RequestOf<'up'>> {
+export async function upRequestFrom(gpu: string, flags: UpFlags, memberKey: MemberKey | null, cwd: string = process.cwd()): Promise<RequestOf<'up'>> {
   const [{assertSessionName}, {parseDuration}] = await Promise.all([import('../apply/session-names.js'), import('../core/duration.js')])
   if (flags.name !== undefined) assertSessionName(flags.name)
   if (flags.image !== undefined) (await import('../core/image-ref.js')).assertImageRef(flags.image, '--image')
@@ -37,7 +40,7 @@ export async function upRequestFrom(gpu: string, flags: UpFlags, memberKey: Clie
   }
 }
 
-async function containerRequestFrom(flags: UpFlags, memberKey: ClientKey | null, cwd: string): Promise<NonNullable<RequestOf<'up'>['container']>> {
+async function containerRequestFrom(flags: UpFlags, memberKey: MemberKey | null, cwd: string): Promise<NonNullable<RequestOf<'up'>['container']>> {
   const {parseBindAddress, parseByteSize, parseEnvFlags, parseVolumeFlags, parseWorkspace} = await import('../container/container-flags.js')
   const member = memberKey !== null
   const asked = flags.workspace ?? '.'
@@ -98,7 +101,7 @@ function resolvedAsCaller(file: string, flag: string, want: 'folder-rw' | 'rw' |
 }
 
 /** A member's keys for their session: the gpu-cosplay client key (made on first use) and ~/.ssh/id_ed25519.pub if they have one. */
-function memberPublicKeys(key: ClientKey): string[] {
+function memberPublicKeys(key: MemberKey): string[] {
   const keys = [key.publicKey.trim()]
   const personal = join(homedir(), '.ssh', 'id_ed25519.pub')
   try {
@@ -112,17 +115,28 @@ function memberPublicKeys(key: ClientKey): string[] {
   return keys
 }
 
-/** A member's own key, made on first use in ~/.ssh/gpu-cosplay (as `ssh-config --install` does). */
-export async function memberKey(): Promise<ClientKey> {
+/**
+ * A member's own key, made on first use in ~/.ssh/gpu-cosplay (as `ssh-config --install` does). Only its public half
+ * is needed here: when both halves are there it is read without loading ssh2.
+ */
+export async function memberKey(): Promise<MemberKey> {
+  const sshDir = join(homedir(), '.ssh')
+  const privateKeyPath = join(sshDir, 'gpu-cosplay', 'client_ed25519')
+  try {
+    const publicKey = readFileSync(`${privateKeyPath}.pub`, 'utf8').trim()
+    if (isPublicKeyLine(publicKey) && statSync(privateKeyPath).isFile()) return {privateKeyPath, publicKey}
+  } catch {
+    // not made yet (or unreadable): the full path below makes or repairs it
+  }
   const {loadOrCreateClientKey} = await import('../remote/client-key.js')
-  return loadOrCreateClientKey(join(homedir(), '.ssh'))
+  return loadOrCreateClientKey(sshDir)
 }
 
 /**
  * The engine answered for its own key: the member's `ssh` line, VS Code entry and key path become theirs, with the
  * container's host key pinned in a known_hosts file in their home.
  */
-export async function withMemberKey(result: UpResult, key: ClientKey): Promise<UpResult> {
+export async function withMemberKey(result: UpResult, key: MemberKey): Promise<UpResult> {
   const c = result.container
   if (c === null) return result
   const [{connectHints}, {writeSessionKnownHosts}] = await Promise.all([import('../container/connect-hints.js'), import('./session-known-hosts.js')])

@@ -44,6 +44,8 @@ async function serve(): Promise<number> {
     return finish(refusal('NOT_IN_GROUP', `only members of the group ${read.config.group} may use gpu-cosplay on this box`, 4), 4)
   }
 
+  // what `up` needs loads while the request is on its way (a member's client starts the engine before it has one)
+  preloadUp()
   const input = lineReader(0)
   let line: string | null
   try {
@@ -73,6 +75,17 @@ async function serve(): Promise<number> {
     io.finish({t: 'error', error: failure})
     await out.close(10_000)
     return failure.exit
+  }
+}
+
+function preloadUp(): void {
+  for (const module of [
+    import('./handle-request.js'),
+    import('../client/up-session.js'),
+    import('../container/launch-session.js'),
+    import('../container/runtime.js'),
+  ]) {
+    module.catch(() => undefined)
   }
 }
 

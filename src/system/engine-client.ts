@@ -4,7 +4,7 @@
  * keystrokes, window size and Ctrl-C go the other way as frames; this process dying closes the pipe, which the
  * engine takes as a Ctrl-C.
  */
-import {spawn} from 'node:child_process'
+import {type ChildProcess, type ChildProcessByStdio, spawn} from 'node:child_process'
 import type {Readable, Writable} from 'node:stream'
 
 import {type BoxConfig, ENGINE_ENV} from '../core/box-config.js'
@@ -41,18 +41,61 @@ export type EngineCallIo = {
   readonly onResize?: (listener: (size: {rows: number; cols: number}) => void) => () => void
 }
 
+/** An engine started before the request was ready (bin/run.js, for a member's up): sudo and node start meanwhile. */
+let early: {readonly engine: string; readonly child: ChildProcess} | null = null
+
+/**
+ * bin/run.js: start the engine for a member's `up` now, while this process loads the rest of the CLI and builds the
+ * request (the engine waits for it on stdin). Unreferenced until taken, so a command that fails first exits at once;
+ * the engine then sees its stdin close without a request and ends without doing anything.
+ */
+export function startEarlyEngine(config: BoxConfig): void {
+  if (early !== null || !isMember(config)) return
+  const child = spawnEngine(config)
+  child.on('error', () => undefined)
+  child.unref()
+  for (const stream of [child.stdin, child.stdout]) (stream as unknown as {unref?: () => void}).unref?.()
+  early = {engine: config.engine, child}
+}
+
+/** startEarlyEngine for a member's `up` on this box (not its help, not `up --host`) */
+export function startEarlyEngineFor(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): void {
+  if (argv[0] !== 'up' || env[ENGINE_ENV] !== 'member' || env.GPU_COSPLAY_HOST?.trim()) return
+  if (argv.some((arg) => arg === '--host' || arg.startsWith('--host=') || arg === '-h' || arg === '--help')) return
+  const read = readBoxConfig()
+  if (read?.ok) startEarlyEngine(read.config)
+}
+
+function spawnEngine(config: BoxConfig): ChildProcess {
+  return spawn('sudo', ['-n', '--', config.engine], {stdio: ['pipe', 'pipe', 'inherit']})
+}
+
+/** the engine started early for this box, else one started now */
+function takeEngine(config: BoxConfig): ChildProcess {
+  const taken = early
+  early = null
+  if (taken === null || taken.engine !== config.engine || taken.child.exitCode !== null || taken.child.signalCode !== null) return spawnEngine(config)
+  taken.child.ref()
+  for (const stream of [taken.child.stdin, taken.child.stdout]) (stream as unknown as {ref?: () => void}).ref?.()
+  return taken.child
+}
+
+function isMember(config: BoxConfig): boolean {
+  const gid = groupId(config.group)
+  return gid !== null && (process.getgroups?.() ?? []).includes(gid)
+}
+
 /** the engine's answers are root's, but bounded all the same */
 const MAX_ANSWER_LINE = 64 * 1024 * 1024
 
 export async function askEngine<Op extends EngineOp>(config: BoxConfig, request: RequestOf<Op> & {readonly op: Op}, io: EngineCallIo): Promise<unknown> {
-  const gid = groupId(config.group)
-  if (gid === null || !(process.getgroups?.() ?? []).includes(gid)) {
+  if (!isMember(config)) {
     throw new StateError('NOT_IN_GROUP', `only members of the group ${config.group} may use gpu-cosplay on this box`, {
       exit: 4,
       fix: [`ask an admin: sudo usermod -aG ${config.group} $USER (then log in again)`],
     })
   }
-  const child = spawn('sudo', ['-n', '--', config.engine], {stdio: ['pipe', 'pipe', 'inherit']})
+  const child = takeEngine(config) as ChildProcessByStdio<Writable, Readable, null>
   const send = (frame: object) => {
     if (!child.stdin.destroyed) child.stdin.write(`${JSON.stringify(frame)}\n`)
   }
