@@ -9,6 +9,8 @@ import {type EngineFrame, inputFrameSchema, MAX_FRAME_BYTES} from '../system/eng
 import type {EngineOutput, LineReader} from './engine-stdio.js'
 
 export type FrameIo = RequestIo & {
+  /** a signal to the engine itself (SIGTERM at shutdown): as a cancel frame */
+  interrupt(why: string): void
   /** the one last frame: the result or the error */
   finish(frame: Extract<EngineFrame, {t: 'result' | 'error'}>): void
 }
@@ -89,6 +91,7 @@ export function frameIo(out: EngineOutput, input: LineReader, options: {size: Te
         return () => resized.delete(listener)
       },
     },
+    interrupt: (why) => cancel(why),
     finish(frame) {
       input.stop()
       sendFrame(out, frame, {mustSend: true})

@@ -64,6 +64,7 @@ async function serve(): Promise<number> {
   if (request.op === 'up') (await import('../client/first-listing.js')).startEarlyListing()
   const size = request.op === 'exec' && request.rows && request.cols ? {rows: request.rows, cols: request.cols} : {rows: 24, cols: 80}
   const io = frameIo(out, input, {size, leave: () => void out.close(2_000).then(() => process.exit(130))})
+  process.on('SIGTERM', () => io.interrupt('SIGTERM'))
   try {
     const {handleRequest} = await import('./handle-request.js')
     const value = await handleRequest(request, io, engineVersion())

@@ -11,6 +11,7 @@ import {type BoxConfig, ENGINE_ENV} from '../core/box-config.js'
 import {CosplayError, type ExitCode, StateError} from '../core/errors.js'
 import {readBoxConfig} from '../core/read-box-config.js'
 import {groupId} from '../core/user-groups.js'
+import {CANCEL_ON_EOF_ENV} from '../remote/remote-command-line.js'
 import {type EngineFrame, type EngineOp, type RequestOf, requestLine, STDIN_CHUNK_BYTES} from './engine-protocol.js'
 
 /**
@@ -109,6 +110,11 @@ export async function askEngine<Op extends EngineOp>(config: BoxConfig, request:
       process.on(signal, cancel)
       cleanups.push(() => process.off(signal, cancel))
     }
+    // run by a --host client: ssh without a pty sends no signal when that client goes, it closes stdin
+    if (process.env[CANCEL_ON_EOF_ENV] === '1' && !io.stdin) {
+      process.stdin.on('end', cancel).resume()
+      cleanups.push(() => process.stdin.off('end', cancel).pause())
+    }
   }
   if (io.onResize) cleanups.push(io.onResize(({rows, cols}) => send({t: 'resize', rows, cols})))
   if (io.stdin) {
@@ -177,6 +183,8 @@ export async function askEngine<Op extends EngineOp>(config: BoxConfig, request:
     child.on('close', (code) => {
       for (const cleanup of cleanups) cleanup()
       const got = answer as {value: unknown} | {error: CosplayError} | null
+      // a second Ctrl-C: the engine left the rest to `recover` (and said so), as this process would have
+      if (got === null && code === 130) process.exit(130)
       if (got === null) reject(unreachable(`it ended without an answer (exit ${code})`))
       else if ('error' in got) reject(got.error)
       else resolve(got.value)
