@@ -5,10 +5,9 @@
  *
  * Nothing here waits on a clock to win a race: every wait polls for a state (a queue entry, a file, an exit).
  */
-import {spawnSync} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {createHash} from 'node:crypto'
 import fs from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
 
 import {type Background, ENGINE, type Member, MEMBERS, type SharedBox, STATE_DIR} from './shared-box.js'
@@ -48,6 +47,15 @@ export function answerOf(r: Result): Answer {
 export function verdict(a: Answer): {exit: number | null; code: string | undefined; errorExit: number | undefined; served: boolean} {
   return {exit: a.exitCode, code: a.error?.code, errorExit: a.error?.exit, served: a.result !== undefined}
 }
+
+/** what the engine did with a request: served it, refused it (code and exit), or gave no protocol answer at all */
+export function answered(a: Answer): string {
+  if (a.result !== undefined) return 'served'
+  if (a.error) return `refused ${a.error.code} (exit ${a.exitCode})`
+  return `no answer (exit ${a.exitCode})`
+}
+/** served, or refused with exit 2 or 4: an answer in the protocol either way */
+export const ANSWERED = expect.stringMatching(/^(served|refused [A-Z_]+ \(exit [24]\))$/)
 
 /** `--json` output of the CLI: {exit, code} (code undefined when it printed no error) */
 export function cliVerdict(r: Result): {exit: number | null; code: string | undefined} {
@@ -640,6 +648,65 @@ if p.poll() is None:
 sys.exit(p.wait())
 `
 
+/**
+ * A helper the member runs (python3, as the member) that starts a command on a new pseudo-terminal, as at an
+ * interactive shell (its controlling terminal: sudo then runs the engine the way it does for a person), reads its
+ * output until the file GO appears, then types Ctrl-Z into the terminal, writes SUSPENDED and goes on reading.
+ * `--stdin-line JSON` hands the command that line on a pipe kept open as its stdin (a request to the engine).
+ */
+export const PTY_SUSPENDER = `import os, pty, sys, time
+go, suspended, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+line = None
+if args[0] == '--stdin-line':
+    line, args = args[1], args[2:]
+if args[0] == '--':
+    args = args[1:]
+if line is not None:
+    ir, iw = os.pipe()
+pid, master = pty.fork()
+if pid == 0:
+    if line is not None:
+        os.dup2(ir, 0)
+        os.close(iw)
+    os.execvp(args[0], args)
+if line is not None:
+    os.close(ir)
+    os.write(iw, (line + '\\n').encode())
+os.set_blocking(master, False)
+def drain():
+    try:
+        data = os.read(master, 65536)
+        if data:
+            sys.stderr.buffer.write(data)
+            sys.stderr.flush()
+    except (BlockingIOError, OSError):
+        pass
+def ended():
+    return os.waitpid(pid, os.WNOHANG)[0] != 0
+gone = False
+while not os.path.exists(go) and not gone:
+    drain()
+    gone = ended()
+    time.sleep(0.05)
+if not gone:
+    os.write(master, b'\\x1a')
+    open(suspended, 'w').close()
+while not gone:
+    drain()
+    gone = ended()
+    time.sleep(0.05)
+`
+
+/** the process's state letter (R, S, T for stopped, ...), or null when it is gone */
+export function procState(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]
+  } catch {
+    return null
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // the GPU
 
@@ -668,29 +735,52 @@ export function downAsRoot(box: SharedBox, names: readonly string[]): void {
 // the network
 
 /**
- * A TCP listener on loopback that notes the uid of every process that connects (the client socket's owner in
- * /proc/net/tcp), then hangs up: an ssh "box" that tells whether root dialled it.
+ * A TCP listener on loopback, in a process of its own (the tests block their own event loop in spawnSync), that notes
+ * the uid of every process that connects (the client socket's owner in /proc/net/tcp, read while it is connected) and
+ * hangs up: an ssh "box" that tells whether root dialled it.
  */
-export async function uidRecorder(): Promise<{port: number; uids: () => number[]; close: () => Promise<void>}> {
-  const uids: number[] = []
-  const server = net.createServer((socket) => {
-    const port = socket.remotePort!
-    const uid = socketOwner(port)
-    uids.push(uid ?? -1)
-    socket.destroy()
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const {port} = server.address() as net.AddressInfo
-  return {port, uids: () => [...uids], close: () => new Promise((resolve) => server.close(() => resolve()))}
-}
+export const UID_RECORDER = `import socket, sys
+out = sys.argv[1]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, (host, port) = s.accept()
+    uid = -1
+    with open('/proc/net/tcp') as tcp:
+        for line in tcp.read().splitlines()[1:]:
+            cols = line.split()
+            if cols[1] == '0100007F:%04X' % port:
+                uid = int(cols[7])
+                break
+    with open(out, 'a') as f:
+        f.write('%d\\n' % uid)
+    c.close()
+`
 
-function socketOwner(localPort: number): number | null {
-  const hex = localPort.toString(16).toUpperCase().padStart(4, '0')
-  for (const line of fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
-    const cols = line.trim().split(/\s+/)
-    if (cols[1] === `0100007F:${hex}`) return Number(cols[7])
-  }
-  return null
+export async function uidRecorder(dir: string): Promise<{port: number; uids: () => number[]; close: () => Promise<void>}> {
+  const script = path.join(dir, 'uid-recorder.py')
+  const log = path.join(dir, 'uid-recorder.log')
+  fs.writeFileSync(script, UID_RECORDER)
+  fs.writeFileSync(log, '')
+  const child = spawn('/usr/bin/python3', [script, log], {stdio: ['ignore', 'pipe', 'inherit']})
+  let first = ''
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      first += d
+      if (first.includes('\n')) resolve(Number(first.trim()))
+    })
+    child.on('exit', (code) => reject(new Error(`uid recorder exited ${code}`)))
+  })
+  const uids = () => fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map(Number)
+  const close = () =>
+    new Promise<void>((resolve) => {
+      child.on('exit', () => resolve())
+      child.kill('SIGKILL')
+    })
+  return {port, uids, close}
 }
 
 /** whether anything listens on `address`:`port` (ss) */

@@ -20,6 +20,8 @@ import path from 'node:path'
 import {jest} from '@jest/globals'
 
 import {
+  answered,
+  ANSWERED,
   answerOf,
   buildPreload,
   cliVerdict,
@@ -39,6 +41,8 @@ import {
   plantLink,
   plantWrappers,
   procInfo,
+  procState,
+  PTY_SUSPENDER,
   queuedOrDone,
   REFUSED,
   request,
@@ -84,6 +88,7 @@ const VICTIM_TEXT = 'the victim keeps this line\n'
 const ROOT_ONLY = `/root/gcattack-${ID}`
 const SECRET = `teammate-token-${Math.random().toString(36).slice(2)}`
 const FILLER = path.join(KIT, 'pipe-filler.py')
+const SUSPENDER = path.join(KIT, 'pty-suspender.py')
 const SAFE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 let watch: Watch
@@ -104,6 +109,7 @@ beforeAll(() => {
     fs.chmodSync(dir, 0o755)
   }
   fs.writeFileSync(FILLER, PIPE_FILLER, {mode: 0o755})
+  fs.writeFileSync(SUSPENDER, PTY_SUSPENDER, {mode: 0o755})
   preloadLib = buildPreload(KIT)
   fs.writeFileSync(VICTIM, VICTIM_TEXT, {mode: 0o644})
   fs.rmSync(ROOT_ONLY, {recursive: true, force: true})
@@ -140,6 +146,9 @@ afterEach(async () => {
   fs.writeFileSync(VICTIM, VICTIM_TEXT, {mode: 0o644})
   for (const name of fs.readdirSync('/etc')) if (name.includes('gcattack')) fs.rmSync(path.join('/etc', name), {force: true, recursive: true})
   if (!rootSshExisted) fs.rmSync('/root/.ssh', {recursive: true, force: true})
+  // each test's folders of B's (t...), with whatever root left in them: setuid copies of the shell included
+  for (const name of fs.readdirSync(homeB)) if (name.startsWith('t')) fs.rmSync(path.join(homeB, name), {recursive: true, force: true})
+  for (const name of fs.readdirSync(ROOTS)) if (name.startsWith('empty-')) fs.rmSync(path.join(ROOTS, name), {recursive: true, force: true})
 })
 
 afterAll(async () => {
@@ -370,7 +379,7 @@ describe("3. root runs the member's code in their container", () => {
       const before = watch.take()
       const kit = armed(`t3-cli-env-${tag}`)
       const up = upAsB(nameB(`e-${tag}`), kit.ws, ['--env', `${name}=${value}`])
-      expect(await finish({up: cliVerdict(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(homeB)}, before)).toEqual({
+      expect(await finish({up: cliVerdict(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(kit.dir)}, before)).toEqual({
         up: expect.anything(), // refused or up: either is safe
         rootRan: [],
         setuidRoot: [],
@@ -382,7 +391,7 @@ describe("3. root runs the member's code in their container", () => {
       const before = watch.take()
       const kit = armed(`t3-cli-vol-${t.tag}`)
       const up = upAsB(nameB(`v-${t.tag}`), kit.ws, ['--volume', volumeOf(t, kit)])
-      expect(await finish({up: cliVerdict(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(homeB)}, before)).toEqual({
+      expect(await finish({up: cliVerdict(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(kit.dir)}, before)).toEqual({
         up: MOUNT_REFUSED,
         rootRan: [],
         setuidRoot: [],
@@ -418,7 +427,7 @@ describe("3. root runs the member's code in their container", () => {
       ),
       varRun: verdict(engineArgv(['up', 't4', '--name', nameB('argv-run'), '--workspace', kit.ws, '--volume', `${emptyOf(kit, 'run')}:/var/run`, '--json'])),
     }
-    expect(await finish({seen, rootRan: rootRan(kit.out), setuidRoot: setuidRoot(homeB)}, before)).toEqual({
+    expect(await finish({seen, rootRan: rootRan(kit.out), setuidRoot: setuidRoot(kit.dir)}, before)).toEqual({
       seen: {env: ENGINE_ARGV, entrypoint: ENGINE_ARGV, varRun: ENGINE_ARGV},
       rootRan: [],
       setuidRoot: [],
@@ -431,8 +440,8 @@ describe("3. root runs the member's code in their container", () => {
       const before = watch.take()
       const kit = armed(`t3-req-env-${tag}`)
       const up = await request(box, B, [upRequest({name: nameB(`re-${tag}`), container: containerRequest(kit.ws, pubB, {env: [{name, value}]})})])
-      expect(await finish({up: verdict(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(homeB)}, before)).toEqual({
-        up: expect.objectContaining({exit: expect.any(Number)}), // refused or up: either is safe
+      expect(await finish({up: answered(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(kit.dir)}, before)).toEqual({
+        up: ANSWERED, // served or refused: either is safe
         rootRan: [],
         setuidRoot: [],
         box: [],
@@ -445,7 +454,7 @@ describe("3. root runs the member's code in their container", () => {
       const kit = armed(`t3-req-vol-${t.tag}`)
       const volume = {source: t.source(kit), target: t.target, readOnly: t.ro ?? false}
       const up = await request(box, B, [upRequest({name: nameB(`rv-${t.tag}`), container: containerRequest(kit.ws, pubB, {volumes: [volume]})})])
-      expect(await finish({up: verdict(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(homeB)}, before)).toEqual({
+      expect(await finish({up: verdict(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(kit.dir)}, before)).toEqual({
         up: REFUSED(4, 'MOUNT_NOT_ALLOWED'),
         rootRan: [],
         setuidRoot: [],
@@ -477,12 +486,7 @@ describe("3. root runs the member's code in their container", () => {
 // =====================================================================================================================
 describe('4. mounts swapped while up --wait waits', () => {
   type Form = 'cli' | 'argv' | 'request'
-  const waitUp = (
-    form: Form,
-    name: string,
-    ws: string,
-    vol: string,
-  ): {bg: Background; answer: () => Promise<{exit: number | null; code: string | undefined}>} => {
+  const waitUp = (form: Form, name: string, ws: string, vol: string): {bg: Background; answer: () => Promise<unknown>} => {
     const flags = ['up', 't4', '--name', name, '--wait', '--timeout', '10m', '--workspace', ws, '--volume', `${vol}:/data`, '--json']
     if (form === 'cli') {
       const bg = track(box.start(B, [CLI, ...flags]))
@@ -495,7 +499,13 @@ describe('4. mounts swapped while up --wait waits', () => {
     const req = openRequest(box, B, [
       upRequest({name, wait: true, timeoutMs: 600_000, container: containerRequest(ws, pubB, {volumes: [{source: vol, target: '/data', readOnly: false}]})}),
     ])
-    return {bg: req.bg, answer: async () => verdict(await req.answer)}
+    return {bg: req.bg, answer: async () => answered(await req.answer)}
+  }
+  /** the attack is set up (queued) where the up is served; the argv form is refused at once */
+  const EXPECTED: Record<Form, {state: string; outcome: unknown}> = {
+    cli: {state: 'queued', outcome: expect.anything()},
+    argv: {state: 'done', outcome: ENGINE_ARGV},
+    request: {state: 'queued', outcome: ANSWERED},
   }
 
   it.each(['cli', 'argv', 'request'] as Form[])(
@@ -544,8 +554,8 @@ describe('4. mounts swapped while up --wait waits', () => {
       }
       const safe = bound === 'no container' || JSON.stringify(bound) === JSON.stringify({'/workspace': 'what was checked', '/data': 'what was checked'})
       const emptyNow = {owner: fs.statSync(empty).uid, entries: fs.readdirSync(empty)}
-      expect(await finish({outcome, bound: safe ? 'what was checked, or nothing' : bound, empty: emptyNow}, before)).toEqual({
-        outcome: expect.anything(), // refused, or up on what was checked
+      expect(await finish({state, outcome, bound: safe ? 'what was checked, or nothing' : bound, empty: emptyNow}, before)).toEqual({
+        ...EXPECTED[form], // refused, or up on what was checked
         bound: 'what was checked, or nothing',
         empty: {owner: 0, entries: []},
         box: [],
@@ -820,39 +830,65 @@ describe('6. metrics --listen takes literal loopback only', () => {
   })
 })
 
-describe('6. a member who fills their output pipe and never reads it does not stall the queue', () => {
+describe('6. a member who stops reading the engine does not stall the queue', () => {
   type Form = 'cli' | 'argv' | 'request'
-  it.each(['cli', 'argv', 'request'] as Form[])('%s: the teammate queued behind comes up once slices free, within its --timeout', async (form) => {
-    const before = watch.take()
-    const fillers = fillGpu(box, `${ID}s${form}`)
-    const go = path.join(homeB, `t6-stall-${form}-go`)
-    const filled = path.join(homeB, `t6-stall-${form}-filled`)
-    const name = nameB(`stall-${form}`)
+  /** B's waiting up in each form: the argv the helper runs */
+  const command = (form: Form, name: string) => {
     const flags = ['up', 't4', '--no-container', '--wait', '--timeout', '10m', '--name', name]
-    const command =
-      form === 'cli'
-        ? [CLI, ...flags]
-        : form === 'argv'
-          ? ['/usr/bin/sudo', '-n', ENGINE, ...flags]
-          : ['--stdin-line', JSON.stringify(upRequest({name, wait: true, timeoutMs: 600_000})), '--', '/usr/bin/sudo', '-n', ENGINE]
-    const stalled = track(box.start(B, ['/usr/bin/python3', FILLER, go, filled, ...command]))
+    if (form === 'cli') return [CLI, ...flags]
+    if (form === 'argv') return ['/usr/bin/sudo', '-n', ENGINE, ...flags]
+    return ['--stdin-line', JSON.stringify(upRequest({name, wait: true, timeoutMs: 600_000})), '--', '/usr/bin/sudo', '-n', ENGINE]
+  }
+  /** where B's attack is set up (queued) and where it is refused at once (argv) */
+  const STATE: Record<Form, string> = {cli: 'queued', argv: 'done', request: 'queued'}
+
+  /**
+   * B waits first (the GPU full), then stops the engine's progress by `stall` (started by the file GO; it says it is
+   * done in DONE); the teammate queues behind B; two slices free. The teammate must come up within its --timeout.
+   */
+  function foregroundStopped(bg: Background): boolean {
+    const below = descendants(bg.pid)
+    const leader = below.find((p) => p.sid === p.pid)
+    if (!leader) return false
+    const job = below.filter((p) => p.pgrp === leader.pid)
+    const sudo = job.filter((p) => p.comm === 'sudo')
+    return (sudo.length > 0 ? sudo : job).some((p) => procState(p.pid) === 'T')
+  }
+
+  async function teammateBehind(form: Form, tag: string, helper: string, stalledYet: (bg: Background) => boolean) {
+    const before = watch.take()
+    const fillers = fillGpu(box, `${ID}${tag}${form[0]}`)
+    const go = path.join(homeB, `t6-${tag}-${form}-go`)
+    const done = path.join(homeB, `t6-${tag}-${form}-done`)
+    const stalled = track(box.start(B, ['/usr/bin/python3', helper, go, done, ...command(form, nameB(`${tag}-${form}`))]))
     const stateB = await queuedOrDone(box, userB, stalled)
-    // B stops reading and fills the pipe to the last byte
     fs.writeFileSync(go, '')
-    if (stateB === 'queued') await until('the pipe is full', () => fs.existsSync(filled) || stalled.exited())
-    const behind = track(box.start(A, [CLI, 'up', 't4', '--no-container', '--wait', '--timeout', '90s', '--name', `${userA}-${ID}-behind`, '--json']))
+    if (stateB === 'queued') await until(`${tag}: B's stall in place`, () => stalled.exited() || (fs.existsSync(done) && stalledYet(stalled)))
+    const behind = track(box.start(A, [CLI, 'up', 't4', '--no-container', '--wait', '--timeout', '60s', '--name', `${userA}-${ID}-behind`, '--json']))
     const stateA = await queuedOrDone(box, userA, behind)
     // two slices free: one for each
     downAsRoot(box, fillers.slice(0, 2))
     const teammateUp = cliVerdict(await behind.done)
-    expect(await finish({stateA, teammateUp}, before)).toEqual({stateA: 'queued', teammateUp: {exit: 0, code: undefined}, box: []})
-  })
+    expect(await finish({stateB, stateA, teammateUp}, before)).toEqual({stateB: STATE[form], stateA: 'queued', teammateUp: {exit: 0, code: undefined}, box: []})
+  }
+
+  it.each(['cli', 'argv', 'request'] as Form[])(
+    '%s: B fills the output pipe and never reads it; the teammate queued behind comes up once slices free, within its --timeout',
+    (form) => teammateBehind(form, 'pipe', FILLER, () => true),
+  )
+
+  it.each(['cli', 'argv', 'request'] as Form[])(
+    '%s: B runs it at a terminal and types Ctrl-Z; the teammate queued behind comes up once slices free, within its --timeout',
+    // stalled once the terminal's foreground job is stopped: its sudo where it has one (sudo stops itself only after
+    // suspending what it runs), else any of its processes
+    (form) => teammateBehind(form, 'ctrl-z', SUSPENDER, (bg) => foregroundStopped(bg)),
+  )
 })
 
 // =====================================================================================================================
 describe("review: root's ssh identity is never used for --host, remote install or ssh-config", () => {
   let rec: Awaited<ReturnType<typeof uidRecorder>>
-  beforeAll(async () => (rec = await uidRecorder()))
+  beforeAll(async () => (rec = await uidRecorder(KIT)))
   afterAll(() => rec.close())
   const host = () => `ssh://${userB}@127.0.0.1:${rec.port}`
   const commands = () => [
@@ -1184,13 +1220,15 @@ describe('review: the engine given malformed or forbidden bytes answers without 
 })
 
 // =====================================================================================================================
-test("at the end: the teammate's session still answers the teammate, and nothing of the suite is left running", async () => {
-  await settle(box, [teammate])
-  const r = box.cli(A, ['exec', teammate, '--', 'cat', '/workspace/notes.txt'])
-  expect({exit: r.exitCode, out: r.stdout, sessions: sessionNames(box)}).toEqual({exit: 0, out: 'the teammate works here\n', sessions: [teammate]})
-  expect(
-    spawnSync('docker', ['ps', '-a', '--filter', 'label=io.gpu-cosplay.session', '--format', '{{.Label "io.gpu-cosplay.session"}}'], {
-      encoding: 'utf8',
-    }).stdout.trim(),
-  ).toBe(teammate)
+describe('at the end', () => {
+  it("the teammate's session still answers the teammate, and nothing of the suite is left running", async () => {
+    await settle(box, [teammate])
+    const r = box.cli(A, ['exec', teammate, '--', 'cat', '/workspace/notes.txt'])
+    expect({exit: r.exitCode, out: r.stdout, sessions: sessionNames(box)}).toEqual({exit: 0, out: 'the teammate works here\n', sessions: [teammate]})
+    expect(
+      spawnSync('docker', ['ps', '-a', '--filter', 'label=io.gpu-cosplay.session', '--format', '{{.Label "io.gpu-cosplay.session"}}'], {
+        encoding: 'utf8',
+      }).stdout.trim(),
+    ).toBe(teammate)
+  })
 })
