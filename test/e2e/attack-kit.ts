@@ -187,7 +187,7 @@ export async function until<T>(what: string, test: () => T | undefined | false |
   }
 }
 
-type ProcInfo = {pid: number; ppid: number; pgrp: number; sid: number; uid: number; comm: string}
+type ProcInfo = {pid: number; ppid: number; pgrp: number; sid: number; tpgid: number; uid: number; comm: string}
 
 export function procInfo(pid: number): ProcInfo | null {
   try {
@@ -195,7 +195,7 @@ export function procInfo(pid: number): ProcInfo | null {
     const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     const uid = Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? -1)
-    return {pid, ppid: Number(fields[1]), pgrp: Number(fields[2]), sid: Number(fields[3]), uid, comm}
+    return {pid, ppid: Number(fields[1]), pgrp: Number(fields[2]), sid: Number(fields[3]), tpgid: Number(fields[5]), uid, comm}
   } catch {
     return null
   }
@@ -419,6 +419,15 @@ export function rootRan(outDir: string): string[] {
   return found
 }
 
+/**
+ * What root's ~/.ssh holds that an attack could change: its config, its keys, and entries naming this suite's sessions.
+ * Other suites and benches write root's own sessions' known_hosts there too (root's `up`); those are not ours to watch.
+ */
+export function rootSshView(id: string): Record<string, string> | 'absent' {
+  if (!fs.existsSync('/root/.ssh')) return 'absent'
+  return Object.fromEntries(Object.entries(manifest('/root/.ssh')).filter(([k]) => k === 'config' || k.startsWith('id_') || k.includes(id)))
+}
+
 /** what every attack must leave as it was */
 export type Snapshot = Record<string, unknown>
 
@@ -436,7 +445,7 @@ export class Watch {
     snap['/etc/sudoers.d'] = fs.readdirSync('/etc/sudoers.d').sort()
     snap['/etc/gpu-cosplay'] = fs.existsSync('/etc/gpu-cosplay') ? manifest('/etc/gpu-cosplay') : 'absent'
     snap['/etc (attack names)'] = fs.readdirSync('/etc').filter((n) => n.includes('gcattack'))
-    snap['/root/.ssh'] = fs.existsSync('/root/.ssh') ? manifest('/root/.ssh') : 'absent'
+    snap["/root/.ssh (config, keys, this suite's entries)"] = rootSshView(this.box.id)
     snap['teammate session'] = this.teammateSession()
     snap['teammate files'] = manifest(teammateHome)
     snap.sessions = sessionNames(this.box).sort()
@@ -654,7 +663,7 @@ sys.exit(p.wait())
  * output until the file GO appears, then types Ctrl-Z into the terminal, writes SUSPENDED and goes on reading.
  * `--stdin-line JSON` hands the command that line on a pipe kept open as its stdin (a request to the engine).
  */
-export const PTY_SUSPENDER = `import os, pty, sys, time
+export const PTY_SUSPENDER = `import os, pty, signal, sys, time
 go, suspended, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 line = None
 if args[0] == '--stdin-line':
@@ -665,10 +674,25 @@ if line is not None:
     ir, iw = os.pipe()
 pid, master = pty.fork()
 if pid == 0:
-    if line is not None:
-        os.dup2(ir, 0)
-        os.close(iw)
-    os.execvp(args[0], args)
+    # the terminal's session, with a shell's job control: the command in a process group of its own, in the foreground
+    job = os.fork()
+    if job == 0:
+        os.setpgid(0, 0)
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        os.tcsetpgrp(1, os.getpid())
+        signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+        if line is not None:
+            os.dup2(ir, 0)
+            os.close(iw)
+        os.execvp(args[0], args)
+    try:
+        os.setpgid(job, job)
+    except OSError:
+        pass
+    while True:
+        _, status = os.waitpid(job, os.WUNTRACED)
+        if not os.WIFSTOPPED(status):
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 if line is not None:
     os.close(ir)
     os.write(iw, (line + '\\n').encode())

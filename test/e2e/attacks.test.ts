@@ -30,6 +30,7 @@ import {
   downAsRoot,
   ENGINE,
   fillGpu,
+  rootSshView,
   jsonOf,
   listening,
   manifest,
@@ -96,6 +97,9 @@ let savedBox: ReturnType<typeof saveBoxFiles>
 let preloadLib: string
 let pubB: string
 let rootSshExisted: boolean
+/** root's ssh config as it was (null: none), and whether the suite made root a key */
+let rootSshConfig: Buffer | null
+let madeRootKey = false
 
 beforeAll(() => {
   box.setUp()
@@ -103,6 +107,7 @@ beforeAll(() => {
   if (built.exitCode !== 0) throw new Error(`build: ${built.stdout}${built.stderr}`)
   savedBox = saveBoxFiles()
   rootSshExisted = fs.existsSync('/root/.ssh')
+  rootSshConfig = fs.existsSync('/root/.ssh/config') ? fs.readFileSync('/root/.ssh/config') : null
   for (const dir of [KIT, ROOTS]) {
     fs.rmSync(dir, {recursive: true, force: true})
     fs.mkdirSync(dir, {mode: 0o755})
@@ -145,7 +150,7 @@ afterEach(async () => {
   fs.rmSync(VICTIM, {force: true})
   fs.writeFileSync(VICTIM, VICTIM_TEXT, {mode: 0o644})
   for (const name of fs.readdirSync('/etc')) if (name.includes('gcattack')) fs.rmSync(path.join('/etc', name), {force: true, recursive: true})
-  if (!rootSshExisted) fs.rmSync('/root/.ssh', {recursive: true, force: true})
+  restoreRootSsh()
   // each test's folders of B's (t...), with whatever root left in them: setuid copies of the shell included
   for (const name of fs.readdirSync(homeB)) if (name.startsWith('t')) fs.rmSync(path.join(homeB, name), {recursive: true, force: true})
   for (const name of fs.readdirSync(ROOTS)) if (name.startsWith('empty-')) fs.rmSync(path.join(ROOTS, name), {recursive: true, force: true})
@@ -157,6 +162,25 @@ afterAll(async () => {
   box.tearDown()
   for (const dir of [KIT, ROOTS, ROOT_ONLY]) fs.rmSync(dir, {recursive: true, force: true})
 })
+
+/**
+ * Root's ~/.ssh as the suite found it: its config put back, the key the suite made and whatever names this suite's
+ * sessions removed (root's own sessions of other suites keep their known_hosts there), folders removed that were not there.
+ */
+function restoreRootSsh(): void {
+  const config = '/root/.ssh/config'
+  if (rootSshConfig === null) fs.rmSync(config, {force: true})
+  else if (!fs.existsSync(config) || !fs.readFileSync(config).equals(rootSshConfig)) fs.writeFileSync(config, rootSshConfig, {mode: 0o600})
+  if (madeRootKey) for (const f of ['id_ed25519', 'id_ed25519.pub']) fs.rmSync(path.join('/root/.ssh', f), {force: true})
+  madeRootKey = false
+  for (const dir of ['/root/.ssh', '/root/.ssh/gpu-cosplay']) {
+    if (!fs.existsSync(dir)) continue
+    for (const name of fs.readdirSync(dir)) if (name.includes(ID)) fs.rmSync(path.join(dir, name), {force: true, recursive: true})
+  }
+  if (!rootSshExisted) {
+    for (const dir of ['/root/.ssh/gpu-cosplay', '/root/.ssh']) if (fs.existsSync(dir) && fs.readdirSync(dir).length === 0) fs.rmdirSync(dir)
+  }
+}
 
 /** what a test compares at its end: its outcome, and the box as it was (settled first: B's sessions down, waiters gone) */
 async function finish<T>(outcome: T, before: ReturnType<Watch['take']>): Promise<T & {box: string[]}> {
@@ -635,7 +659,7 @@ describe("6 and 7. the member's own session: limits, and the ssh line it prints"
     return {memoryLimited: c.HostConfig.Memory > 0, pidsLimited: c.HostConfig.PidsLimit > 0}
   }
   const LIMITED = {memoryLimited: true, pidsLimited: true}
-  const rootSsh = () => (fs.existsSync('/root/.ssh') ? manifest('/root/.ssh') : 'absent')
+  const rootSsh = () => rootSshView(ID)
 
   it("through gpu-cosplay: B's container has a memory and a pids limit, and the ssh line up --json prints logs in with B's own key", async () => {
     const before = watch.take()
@@ -846,11 +870,12 @@ describe('6. a member who stops reading the engine does not stall the queue', ()
    * B waits first (the GPU full), then stops the engine's progress by `stall` (started by the file GO; it says it is
    * done in DONE); the teammate queues behind B; two slices free. The teammate must come up within its --timeout.
    */
+  /** whether the job in the foreground of B's terminal is stopped: its sudo where it has one, else any of it */
   function foregroundStopped(bg: Background): boolean {
     const below = descendants(bg.pid)
-    const leader = below.find((p) => p.sid === p.pid)
-    if (!leader) return false
-    const job = below.filter((p) => p.pgrp === leader.pid)
+    const terminal = below.find((p) => p.sid === p.pid && p.tpgid > 0)
+    if (!terminal) return false
+    const job = below.filter((p) => p.pgrp === terminal.tpgid)
     const sudo = job.filter((p) => p.comm === 'sudo')
     return (sudo.length > 0 ? sudo : job).some((p) => procState(p.pid) === 'T')
   }
@@ -862,7 +887,7 @@ describe('6. a member who stops reading the engine does not stall the queue', ()
     const done = path.join(homeB, `t6-${tag}-${form}-done`)
     const stalled = track(box.start(B, ['/usr/bin/python3', helper, go, done, ...command(form, nameB(`${tag}-${form}`))]))
     const stateB = await queuedOrDone(box, userB, stalled)
-    fs.writeFileSync(go, '')
+    plantFile(B, go, '')
     if (stateB === 'queued') await until(`${tag}: B's stall in place`, () => stalled.exited() || (fs.existsSync(done) && stalledYet(stalled)))
     const behind = track(box.start(A, [CLI, 'up', 't4', '--no-container', '--wait', '--timeout', '60s', '--name', `${userA}-${ID}-behind`, '--json']))
     const stateA = await queuedOrDone(box, userA, behind)
@@ -904,7 +929,17 @@ describe("review: root's ssh identity is never used for --host, remote install o
       .slice(from)
       .filter((uid) => uid === 0).length
 
+  /** root has an ssh identity, as on a real box (afterEach removes the one the suite made) */
+  const rootIdentity = () => {
+    fs.mkdirSync('/root/.ssh', {mode: 0o700, recursive: true})
+    if (fs.existsSync('/root/.ssh/id_ed25519')) return
+    const made = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', '/root/.ssh/id_ed25519'], {encoding: 'utf8'})
+    if (made.status !== 0) throw new Error(`ssh-keygen for root: ${made.stderr}`)
+    madeRootKey = true
+  }
+
   it('through gpu-cosplay: they run as the member (no connection from uid 0)', async () => {
+    rootIdentity()
     const before = watch.take()
     const from = rec.uids().length
     for (const args of commands()) box.cli(B, [...args, '--json'])
@@ -912,6 +947,7 @@ describe("review: root's ssh identity is never used for --host, remote install o
   })
 
   it('straight to the engine with argv: ENGINE_ARGV (exit 2), no connection from uid 0', async () => {
+    rootIdentity()
     const before = watch.take()
     const from = rec.uids().length
     const seen = commands().map((args) => ({args: args[0], ...verdict(engineArgv([...args, '--json']))}))
@@ -923,6 +959,7 @@ describe("review: root's ssh identity is never used for --host, remote install o
   })
 
   it('as a request: no op takes a host (BAD_REQUEST, exit 2), no connection from uid 0', async () => {
+    rootIdentity()
     const before = watch.take()
     const from = rec.uids().length
     const requests = [
