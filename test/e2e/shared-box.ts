@@ -4,7 +4,7 @@
  * are not in the docker group and have no sudo rule of their own. The GPU is the simulator, behind a root-owned wrapper
  * that names its state (the engine's environment is root's, not the test's).
  */
-import {spawnSync} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -17,6 +17,8 @@ const PROGRAMS = '/opt/gpu-cosplay-e2e-sim'
 const SIM_STATE_DIR = '/var/lib/gpu-cosplay-e2e-sim'
 export const SIM_STATE = join(SIM_STATE_DIR, 'state.json')
 export const GROUP = 'gpu-cosplay-e2e'
+/** what the one sudoers rule names: a member may hand it any argv and any stdin */
+export const ENGINE = '/usr/local/libexec/gpu-cosplay/engine'
 export const MEMBERS = {a: {user: 'gcshare-a', uid: 1301}, b: {user: 'gcshare-b', uid: 1302}} as const
 export type Member = keyof typeof MEMBERS
 
@@ -30,6 +32,18 @@ function must(argv: readonly string[], options?: Parameters<typeof run>[1]): str
   const r = run(argv, options)
   if (r.exitCode !== 0) throw new Error(`${argv.join(' ')}: exit ${r.exitCode}\n${r.stdout}\n${r.stderr}`)
   return r.stdout
+}
+
+/** a command running in the background (SharedBox.start) */
+export type Background = {
+  readonly pid: number
+  readonly done: Promise<Result>
+  exited(): boolean
+  stdout(): string
+  stderr(): string
+  write(text: string): void
+  end(): void
+  kill(): void
 }
 
 export class SharedBox {
@@ -118,8 +132,60 @@ export class SharedBox {
   /** a command line as the member, from their home, with a login's environment plus `extra` */
   as(member: Member, argv: readonly string[], extra: Record<string, string> = {}, input?: string): Result {
     const {user} = MEMBERS[member]
+    return run(['runuser', '-u', user, '--', 'env', '-i', ...this.loginEnv(member, extra), ...argv], {cwd: this.home(user), input})
+  }
+
+  /** a login's environment for the member, plus `extra`, as `env -i` words */
+  private loginEnv(member: Member, extra: Record<string, string> = {}): string[] {
+    const {user} = MEMBERS[member]
     const env = {PATH: '/usr/local/bin:/usr/bin:/bin', HOME: this.home(user), USER: user, LOGNAME: user, NO_COLOR: '1', ...extra}
-    return run(['runuser', '-u', user, '--', 'env', '-i', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], {cwd: this.home(user), input})
+    return Object.entries(env).map(([k, v]) => `${k}=${v}`)
+  }
+
+  /**
+   * A command line as the member, in the background, in a session and process group of its own (its pid is both:
+   * kill() takes runuser and everything below it that stayed in the group). stdin stays open until end() or kill().
+   */
+  start(member: Member, argv: readonly string[], extra: Record<string, string> = {}): Background {
+    const {user} = MEMBERS[member]
+    const child = spawn('runuser', ['-u', user, '--', 'env', '-i', ...this.loginEnv(member, extra), ...argv], {
+      cwd: this.home(user),
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    child.stdin.on('error', () => undefined) // a process that exits before reading its stdin
+    let exited = false
+    const done = new Promise<Result>((resolve) =>
+      child.on('close', (code, signal) => {
+        exited = true
+        resolve({exitCode: code ?? (signal ? 128 : null), stdout, stderr})
+      }),
+    )
+    return {
+      pid: child.pid!,
+      done,
+      exited: () => exited,
+      stdout: () => stdout,
+      stderr: () => stderr,
+      write: (text: string) => void child.stdin.write(text),
+      end: () => child.stdin.end(),
+      kill: () => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL')
+        } catch {
+          // gone already
+        }
+      },
+    }
+  }
+
+  /** `sudo -n ENGINE argv...` as the member, as the sudo rule allows: the bytes go to the engine as they are */
+  engine(member: Member, argv: readonly string[], input?: string): Result {
+    return this.as(member, ['/usr/bin/sudo', '-n', ENGINE, ...argv], {}, input)
   }
 
   /** gpu-cosplay as the member */
