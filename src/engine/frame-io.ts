@@ -9,6 +9,8 @@ import {type EngineFrame, inputFrameSchema, MAX_FRAME_BYTES} from '../system/eng
 import type {EngineOutput, LineReader} from './engine-stdio.js'
 
 export type FrameIo = RequestIo & {
+  /** a line after the request that is not a frame (a second request...): the request is cancelled and refused */
+  readonly violation: string | null
   /** a signal to the engine itself (SIGTERM at shutdown): as a cancel frame */
   interrupt(why: string): void
   /** the one last frame: the result or the error */
@@ -51,6 +53,7 @@ export function frameIo(out: EngineOutput, input: LineReader, options: {size: Te
   }
 
   const stdin = new PassThrough()
+  let violation: string | null = null
   let size = options.size
   const resized = new Set<(size: TerminalSize) => void>()
   void (async () => {
@@ -67,7 +70,13 @@ export function frameIo(out: EngineOutput, input: LineReader, options: {size: Te
         return
       }
       const parsed = safeParse(line)
-      if (parsed === null) continue
+      if (parsed === null) {
+        // one request per call: anything else is a client that is not ours to trust further
+        violation ??= 'a line after the request that is not a frame (the engine serves one request per call)'
+        cancel(null)
+        stdin.end()
+        return
+      }
       if (parsed.t === 'cancel') cancel('Ctrl-C')
       else if (parsed.t === 'stdin') stdin.write(Buffer.from(parsed.data, 'base64'))
       else if (parsed.t === 'stdin-end') stdin.end()
@@ -90,6 +99,9 @@ export function frameIo(out: EngineOutput, input: LineReader, options: {size: Te
         resized.add(listener)
         return () => resized.delete(listener)
       },
+    },
+    get violation() {
+      return violation
     },
     interrupt: (why) => cancel(why),
     finish(frame) {

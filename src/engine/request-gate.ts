@@ -11,7 +11,7 @@ export function refuseToServe(argv: readonly string[], env: NodeJS.ProcessEnv, u
     return refusal('NOT_THROUGH_SUDO', 'the gpu-cosplay engine runs only through sudo', 4, ['run gpu-cosplay as yourself: it asks the engine'])
   }
   if (argv.length > 0) {
-    return refusal('BAD_REQUEST', 'the gpu-cosplay engine takes no arguments: it reads one request on stdin', 2, [
+    return refusal('ENGINE_ARGV', 'the gpu-cosplay engine takes no arguments: it reads one request on stdin', 2, [
       'run gpu-cosplay as yourself: it asks the engine',
     ])
   }

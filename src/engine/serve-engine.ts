@@ -65,18 +65,18 @@ async function serve(): Promise<number> {
   const size = request.op === 'exec' && request.rows && request.cols ? {rows: request.rows, cols: request.cols} : {rows: 24, cols: 80}
   const io = frameIo(out, input, {size, leave: () => void out.close(2_000).then(() => process.exit(130))})
   process.on('SIGTERM', () => io.interrupt('SIGTERM'))
+  let answer: Extract<EngineFrame, {t: 'result' | 'error'}>
   try {
     const {handleRequest} = await import('./handle-request.js')
-    const value = await handleRequest(request, io, engineVersion())
-    io.finish({t: 'result', value: value ?? null})
-    await out.close(10_000)
-    return 0
+    answer = {t: 'result', value: (await handleRequest(request, io, engineVersion())) ?? null}
   } catch (error) {
-    const failure = describeFailure(error instanceof Error ? error : new Error(String(error)))
-    io.finish({t: 'error', error: failure})
-    await out.close(10_000)
-    return failure.exit
+    answer = {t: 'error', error: describeFailure(error instanceof Error ? error : new Error(String(error)))}
   }
+  // the request was cancelled the moment a second one (or any line that is not a frame) arrived
+  if (io.violation !== null) answer = refusal('BAD_REQUEST', io.violation, 2)
+  io.finish(answer)
+  await out.close(10_000)
+  return answer.t === 'result' ? 0 : answer.error.exit
 }
 
 function preloadUp(): void {

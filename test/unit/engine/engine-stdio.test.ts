@@ -64,13 +64,13 @@ describe('input from a member', () => {
     await expect(lineReader(fd).next(1000)).rejects.toBeInstanceOf(LineTooLong)
   })
 
-  it('frames: the first cancel asks to undo, the second leaves; stdin and window size arrive; junk is ignored', async () => {
+  it('frames: the first cancel asks to undo; stdin and window size arrive; a line that is not a frame cancels again and is remembered', async () => {
     const frames = [
       {t: 'stdin', data: Buffer.from('typed').toString('base64')},
       {t: 'resize', rows: 50, cols: 120},
       {t: 'stdin-end'},
       {t: 'cancel'},
-      {t: 'bogus'},
+      {v: 1, op: 'down', names: ['x'], all: false},
       {t: 'cancel'},
     ]
     const fd = feedingPipe(`${frames.map((f) => JSON.stringify(f)).join('\n')}\n`)
@@ -84,12 +84,13 @@ describe('input from a member', () => {
       let typed = ''
       for await (const chunk of io.stdin!) typed += String(chunk)
       await leaving
-      expect({typed, sizes, size: io.terminal.size(), requested: io.cancel.requested, left}).toEqual({
+      expect({typed, sizes, size: io.terminal.size(), requested: io.cancel.requested, left, violation: io.violation !== null}).toEqual({
         typed: 'typed',
         sizes: [{rows: 50, cols: 120}],
         size: {rows: 50, cols: 120},
         requested: true,
         left: 1,
+        violation: true,
       })
     }
   })

@@ -47,7 +47,7 @@ describe('who may be served', () => {
   it.each([[['system', 'install', '--allow-container-sudo', '--yes']], [['plan', 't4', '--out', '/etc/x']], [['--help']], [['']]])(
     'any argument is refused: %j',
     (argv) => {
-      expect(refuseToServe(argv, throughSudo, 0)?.error).toMatchObject({code: 'BAD_REQUEST', exit: 2})
+      expect(refuseToServe(argv, throughSudo, 0)?.error).toMatchObject({code: 'ENGINE_ARGV', exit: 2})
     },
   )
 })
