@@ -37,7 +37,7 @@ export async function planTarget(gpu: string, request: PlanRequest, exportAs?: E
   const {plan: cosplay, host, probe} = await planFor(catalog, target, exportAs ? {...request, mpsAvailable: false} : request, () => localSmi())
   // a model (--on) has no calibration; reading one loads zod, which `plan --on` must not pay for at start-up
   const calibration = probe === null ? {status: 'model' as const} : (await import('./plan-calibration.js')).planCalibration(host.model.key, probe)
-  const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.achievedFraction)}
+  const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.reference)}
   if (!exportAs) return {plan, exported: null}
   // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
   const {exportPlan} = await import('../export/export-plan.js')

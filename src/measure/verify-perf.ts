@@ -50,7 +50,7 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
   // CPU figures say nothing about the GPU, so no calibration applies to them
   const found = m.device.kind === 'cuda' && m.device.driver ? readCalibration(access.stateDir, expectations.hostModel, m.device.driver) : null
   const target = (await currentCatalog()).targets.find((t) => t.key === expectations.targetKey)
-  const report = perfReport(m, expectations, found?.calibration.fractions ?? null, target?.achievedFraction)
+  const report = perfReport(m, expectations, found?.calibration.fractions ?? null, target?.reference)
   const summary = {PASS: 0, WARN: 0, FAIL: 0, SKIP: 0}
   for (const axis of PERF_AXES) summary[report.axes[axis].verdict] += 1
   return {

@@ -1,7 +1,7 @@
-import type {AchievedFraction} from '../catalog/types.js'
+import type {TargetReference} from '../catalog/types.js'
 import type {CalibrationFractions} from '../host/calibration-file.js'
 import type {PerfMeasurement, PerfSamples} from '../host/perf-measurement.js'
-import {calibratedAxis, THROUGHPUT_FIELDS, type ThroughputAxis} from './achievable-for.js'
+import {calibratedAxis, measuredTargetFigures, THROUGHPUT_FIELDS, type ThroughputAxis} from './achievable-for.js'
 import type {Plan} from './types.js'
 
 /**
@@ -103,7 +103,8 @@ export function expectationsFromPlan(plan: Pick<Plan, 'host' | 'target' | 'expec
  * Measured vs expected (peak, calibrated) vs target per axis, with verdicts. A CPU run (tests, or a session
  * without a GPU) is reported with every verdict SKIP: its figures say nothing about the GPU.
  */
-export function perfReport(m: PerfMeasurement, e: PerfExpectations, calibration: CalibrationFractions | null, targetFraction?: AchievedFraction): PerfReport {
+export function perfReport(m: PerfMeasurement, e: PerfExpectations, calibration: CalibrationFractions | null, targetReference?: TargetReference): PerfReport {
+  const measuredTarget = measuredTargetFigures(targetReference)
   const isCpu = m.device.kind === 'cpu'
   const basis = calibration ? 'calibrated' : 'peak'
   const targetAchieved: PerfAxis[] = []
@@ -113,7 +114,7 @@ export function perfReport(m: PerfMeasurement, e: PerfExpectations, calibration:
     const a = m.axes[axis]
     const key = THROUGHPUT_FIELDS[axis].key
     const peak = e.peak[key]
-    const {calibrated, target, targetAchieved: alike} = calibratedAxis(axis, peak, calibration?.[axis], e.target[key], targetFraction?.[axis])
+    const {calibrated, target, targetAchieved: alike} = calibratedAxis(axis, peak, calibration?.[axis], e.target[key], measuredTarget[axis])
     if (alike) targetAchieved.push(axis)
     // a session whose clock others' power draw holds down is held to the figure at the clock it actually ran at
     const expected = (calibrated ?? peak) * (axis === 'bandwidth' ? 1 : factor[axis])

@@ -3,6 +3,7 @@ import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
 import {bandVerdict, expectationsFromPlan, PERF_AXES, perfReport, type PerfExpectations} from '../../../src/plan/perf-verdict.js'
 import {hostModel, target} from './catalog-for-tests.js'
+import {measuredReference} from './reference-for-tests.js'
 
 const EXPECTATIONS: PerfExpectations = {
   hostModel: 'h200_sxm',
@@ -93,8 +94,8 @@ describe('perfReport', () => {
     expect(r.axes.bf16.verdict).toBe('FAIL')
   })
 
-  it('compares the target like with like: its achieved figure only when this host is calibrated', () => {
-    const fraction = {fp32: 0.66, source: 'test'}
+  it('compares the target like with like: its measured figure only when this host is calibrated', () => {
+    const fraction = measuredReference({fp32: 23.48})
     expect(perfReport(measurement(), EXPECTATIONS, null, fraction).axes.fp32.target).toBe(35.58)
     const calibrated = perfReport(measurement(), EXPECTATIONS, {fp32: 0.78, bf16: 0.8, bandwidth: 0.9}, fraction)
     expect(calibrated.axes.fp32.target).toBeCloseTo(23.48, 2)
