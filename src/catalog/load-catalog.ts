@@ -136,7 +136,8 @@ class Layered<T extends {readonly key: string}> {
 }
 
 function addFile(file: string, data: CatalogFile, targets: Layered<Target>, hosts: Layered<HostModel>, isUser: boolean): void {
-  for (const target of data.targets ?? []) targets.add(target, file, isUser)
+  // a derived reference in a file (an entry copied from `info --json`) is dropped: loadCatalog derives it again
+  for (const {reference: _derived, ...target} of data.targets ?? []) targets.add(target, file, isUser)
   for (const host of data.hosts ?? []) hosts.add(host, file, isUser)
 }
 

@@ -17,6 +17,15 @@ export const METHOD_NOTES: Readonly<Record<MeasureMethod, string>> = {
   'device-properties': "the total memory CUDA reports for the device (cudaGetDeviceProperties totalGlobalMem, deviceQuery, torch's total_memory)",
 }
 
+/** A few words per method, for one-line views (plan, info, verify). */
+export const METHOD_LABELS: Readonly<Record<MeasureMethod, string>> = {
+  'matmul-best-of-sizes': 'torch.mm, the best of sizes 1024-10240',
+  'copy-2x-time': 'one copy_() timed, 2 x bytes / time',
+  'cosplay-perf': "gpu_cosplay_perf.py's steady 1.5 s window",
+  'mps-sweep-gemm': 'MPS sweep, BF16 GEMM 8192^3',
+  'device-properties': "CUDA's total memory",
+}
+
 /** The GEMM method the catalog's references and the estimate are stated in; others are converted or named. */
 export const REFERENCE_GEMM_METHOD: MeasureMethod = 'matmul-best-of-sizes'
 /** Copy methods in the order a target's bandwidth reference is taken from. */

@@ -90,6 +90,11 @@ export const targetSchema = z.strictObject({
   notes: z.string().optional(),
   /** what the card measures in published benchmarks (sourced; optional): the planner aims at these, not the datasheet */
   measured: z.array(measurementSchema).min(1).optional(),
+  /**
+   * derived when the catalog is loaded (measured, else estimated; what `info --json` prints), so an entry copied from
+   * `info --json` loads: a value given here is ignored and derived again
+   */
+  reference: z.unknown().optional(),
 })
 
 /**
