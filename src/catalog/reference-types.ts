@@ -40,4 +40,6 @@ export type HostMeasuredRates = {
     readonly copyGBs: number | null
     readonly source: string
   } | null
+  /** the same card's BF16 GEMM in an MPS sweep's method (8192^3 median, at the clock in force), where measured */
+  readonly sweep: {readonly bf16Tflops: number; readonly source: string} | null
 }

@@ -33,16 +33,18 @@ function fromEntry(entry: Measurement, figure: 'fp32Tflops' | 'bf16Tflops' | 'fp
   return {value: entry[figure]!, basis: 'measured', method: entry.method, source: entry.source}
 }
 
-/** A host model's whole-GPU rates: the reference of the target that is the same card, and its gpu_cosplay_perf.py figures. */
+/** A host model's whole-GPU rates: the reference of the target that is the same card, and its figures in this project's own methods. */
 export function hostRatesOf(host: HostModel, targets: readonly Target[], model: AchievedModel): HostMeasuredRates | undefined {
   if (host.measuredAs === undefined) return undefined
   const card = targets.find((t) => t.key === host.measuredAs)
   if (!card) return undefined
   const perf = (card.measured ?? []).find((m) => m.method === 'cosplay-perf')
+  const sweep = (card.measured ?? []).find((m) => m.method === 'mps-sweep-gemm' && m.bf16Tflops !== undefined)
   return {
     card: card.key,
     reference: card.reference ?? referenceOf(card, model),
     cosplayPerf: perf ? {fp32Tflops: perf.fp32Tflops ?? null, bf16Tflops: perf.bf16Tflops ?? null, copyGBs: perf.copyGBs ?? null, source: perf.source} : null,
+    sweep: sweep ? {bf16Tflops: sweep.bf16Tflops!, source: sweep.source} : null,
   }
 }
 

@@ -257,7 +257,9 @@ function pickCandidate(candidates: readonly Candidate[], host: PlanHost, objecti
   let pool = candidates
   for (const size of bySize) {
     const ofSize = candidates.filter((c) => sliceFraction(host, c.shape) === size)
-    if ((best <= EQUIVALENT_CEILING && ofSize.some((c) => c.primary <= EQUIVALENT_CEILING + 1e-12)) || spans(ofSize)) {
+    // under MPS a smaller slice that already gives the best any slice gives is enough (a bigger one would only span)
+    const bestHere = host.mpsAvailable && ofSize.some((c) => c.primary <= best + 1e-12)
+    if ((best <= EQUIVALENT_CEILING && ofSize.some((c) => c.primary <= EQUIVALENT_CEILING + 1e-12)) || bestHere || spans(ofSize)) {
       pool = ofSize
       break
     }
