@@ -46,13 +46,13 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
       ],
     })
   }
-  const expectations = expectationsFromPlan(access.session.plan)
   const m = output.measurement
+  const catalog = await currentCatalog()
+  const host = catalog.hosts.find((h) => h.key === access.session.plan.host.model)
+  const expectations = {...expectationsFromPlan(access.session.plan), ...(host?.tensorClockMaxMHz ? {tensorClockMaxMHz: host.tensorClockMaxMHz} : {})}
   // CPU figures say nothing about the GPU, so no calibration applies to them
   const found = m.device.kind === 'cuda' && m.device.driver ? readCalibration(access.stateDir, expectations.hostModel, m.device.driver) : null
-  const catalog = await currentCatalog()
   const target = catalog.targets.find((t) => t.key === expectations.targetKey)
-  const host = catalog.hosts.find((h) => h.key === expectations.hostModel)
   // each axis beside what the real card measures, by its own method; the plan's measured expectation restated in
   // this measurement's method by the host card's catalog figures
   const report = perfReport(m, expectations, found?.calibration.fractions ?? null, target?.reference, host?.measuredRates)

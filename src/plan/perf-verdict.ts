@@ -57,6 +57,8 @@ export type PerfExpectations = {
   readonly measured?: {readonly fp32Tflops: number; readonly bf16Tflops: number; readonly bandwidthGBs: number}
   /** what the plan says a program can allocate (GiB), where it says so */
   readonly allocatableGiB?: number
+  /** the host model's tensor clock (its tensor peaks are quoted at it); BF16 runs no faster above it */
+  readonly tensorClockMaxMHz?: number
 }
 
 /** Below this share of the planned clock, compute expectations are scaled to the clock observed while timing. */
@@ -176,7 +178,12 @@ export function perfReport(
   const basis = (['fp32', 'bf16', 'bandwidth'] as const).some((a) => restated(a) !== null) ? 'measured' : calibration ? 'calibrated' : 'peak'
   const targetAchieved: PerfAxis[] = []
   const observedMHz = {fp32: observedClock(m, 'fp32'), bf16: observedClock(m, 'bf16')}
-  const factor = {fp32: clockFactor(observedMHz.fp32, e.effectiveClockMHz), bf16: clockFactor(observedMHz.bf16, e.effectiveClockMHz)}
+  // tensor work runs no faster above the tensor clock (1830 MHz on H100/H200 SXM): count the clock only below it
+  const tensorCap = (mhz: number | null | undefined) => (mhz === null || mhz === undefined ? mhz : Math.min(mhz, e.tensorClockMaxMHz ?? mhz))
+  const factor = {
+    fp32: clockFactor(observedMHz.fp32, e.effectiveClockMHz),
+    bf16: clockFactor(tensorCap(observedMHz.bf16) ?? null, tensorCap(e.effectiveClockMHz) ?? undefined),
+  }
   const throughput = (axis: ThroughputAxis): AxisReport => {
     const a = m.axes[axis]
     const key = THROUGHPUT_FIELDS[axis].key
