@@ -77,11 +77,14 @@ export function renderPlan(plan: PlanResult): string {
   ]
   if (m) {
     lines.push(
-      `  DATASHEET/PEAK: the card's datasheet against datasheet arithmetic for this slice and clock.`,
-      `  MEASURED/EXPECTED: what the card measures (~ estimated from its datasheet) against what this slice measures,`,
-      `  from its SMs and clock and this host's rates. VRAM: CUDA's total on the card, and what a program can allocate here.`,
-      `  methods: GEMM ${methodText(m.methods.gemm)}; copy ${methodText(m.methods.targetCopy)} (card) / ${methodText(m.methods.hostCopy)} (this host)`,
-      `  host rates: FP32 ${m.hostRates.fp32}; BF16 ${m.hostRates.bf16}; copy ${m.hostRates.bandwidth}`,
+      `  DATASHEET, PEAK: the card's datasheet; datasheet arithmetic for this slice and clock.`,
+      `  MEASURED, EXPECTED: what the card measures (~ estimated from its datasheet); what this slice measures, from its`,
+      `  own SMs and clock and this host's rates. VRAM: what the card reports to CUDA; what a program can allocate here.`,
+      `  methods: GEMM ${methodText(m.methods.gemm)}; copy ${methodText(m.methods.targetCopy)} (the card),`,
+      `           ${methodText(m.methods.hostCopy)} (this host)`,
+      `  host rates: FP32 ${m.hostRates.fp32}`,
+      `              BF16 ${m.hostRates.bf16}`,
+      `              copy ${m.hostRates.bandwidth}`,
     )
   }
   if (plan.achievable.basis === 'calibrated') lines.push(`  calibration: ${plan.achievable.note}`)
@@ -90,6 +93,5 @@ export function renderPlan(plan: PlanResult): string {
 }
 
 function methodText(method: string): string {
-  const known = (METHOD_LABELS as Record<string, string | undefined>)[method as MeasureMethod]
-  return known ? `${known} [${method}]` : method
+  return (METHOD_LABELS as Record<string, string | undefined>)[method as MeasureMethod] ?? method
 }
