@@ -175,7 +175,9 @@ function basisFor(target: Target, rates: HostRates | null, asked: PlanBasis | un
     target.reference.tensorTflops?.basis === 'estimated' && 'tensor',
     target.reference.copyGBs.basis === 'estimated' && 'copy',
   ].filter(Boolean)
-  const hostEstimated = rates.estimated.length > 0 ? `; this host's ${rates.estimated.join(', ')} rates are estimates too` : ''
+  const axisName = {fp32: 'FP32', bf16: 'BF16', bandwidth: 'copy'} as const
+  const hostEstimated =
+    rates.estimated.length > 0 ? `; this host's ${rates.estimated.map((a) => axisName[a]).join(', ')} rates are estimated (its card has no measurement)` : ''
   return {
     basis: 'measured',
     basisNote:
