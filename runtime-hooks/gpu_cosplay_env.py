@@ -17,6 +17,8 @@ ENV_NAME = "GPU_COSPLAY_NAME"
 ENV_VRAM_GB = "GPU_COSPLAY_VRAM_GB"
 ENV_VRAM_MIB = "GPU_COSPLAY_VRAM_MIB"
 ENV_PHYS_VRAM_MIB = "GPU_COSPLAY_PHYS_VRAM_MIB"
+ENV_CUDA_TOTAL_MIB = "GPU_COSPLAY_CUDA_TOTAL_MIB"
+ENV_ALLOC_CAP_MIB = "GPU_COSPLAY_ALLOC_CAP_MIB"
 ENV_TDP_W = "GPU_COSPLAY_TDP_W"
 ENV_FP32_TFLOPS = "GPU_COSPLAY_FP32_TFLOPS"
 ENV_BF16_TFLOPS = "GPU_COSPLAY_BF16_TFLOPS"
@@ -56,8 +58,8 @@ def _flag(value, default):
 class Contract(object):
     """Parsed contract. Only built when GPU_COSPLAY_NAME and a VRAM figure are present."""
 
-    __slots__ = ("card", "name", "vram_gb", "vram_mib", "phys_vram_mib", "tdp_w", "fp32_tflops",
-                 "bf16_tflops", "bw_gbs", "has_bf16", "has_tf32", "session", "report_dir")
+    __slots__ = ("card", "name", "vram_gb", "vram_mib", "phys_vram_mib", "cuda_total_mib", "alloc_cap_mib", "tdp_w",
+                 "fp32_tflops", "bf16_tflops", "bw_gbs", "has_bf16", "has_tf32", "session", "report_dir")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -65,7 +67,18 @@ class Contract(object):
 
     @property
     def cap_bytes(self):
+        """The card's VRAM as nvidia-smi and NVML show it."""
         return int(self.vram_mib) * MIB
+
+    @property
+    def cuda_total_bytes(self):
+        """What CUDA (torch's total_memory) reports on the card: its VRAM less the driver's reserve."""
+        return int(self.cuda_total_mib) * MIB
+
+    @property
+    def alloc_cap_bytes(self):
+        """What torch's allocator (and CuPy, JAX) may hold: never above the session's hard limit."""
+        return int(self.alloc_cap_mib) * MIB
 
     @property
     def phys_bytes(self):
@@ -94,12 +107,21 @@ def load(environ=None):
     phys = _num(env.get(ENV_PHYS_VRAM_MIB), int)
     if phys is not None and phys <= 0:
         phys = None
+    # a host tool older than these two gave one figure for all three
+    cuda_total = _num(env.get(ENV_CUDA_TOTAL_MIB), int)
+    if cuda_total is None or cuda_total <= 0 or cuda_total > vram_mib:
+        cuda_total = vram_mib
+    alloc_cap = _num(env.get(ENV_ALLOC_CAP_MIB), int)
+    if alloc_cap is None or alloc_cap <= 0 or alloc_cap > cuda_total:
+        alloc_cap = cuda_total
     return Contract(
         card=(env.get(ENV_CARD) or "").strip() or None,
         name=name,
         vram_gb=vram_gb,
         vram_mib=vram_mib,
         phys_vram_mib=phys,
+        cuda_total_mib=cuda_total,
+        alloc_cap_mib=alloc_cap,
         tdp_w=_num(env.get(ENV_TDP_W), float),
         fp32_tflops=_num(env.get(ENV_FP32_TFLOPS), float),
         bf16_tflops=_num(env.get(ENV_BF16_TFLOPS), float),
@@ -148,7 +170,7 @@ def framework_env(cap_mib, phys_mib):
 def framework_env_for(contract):
     if contract is None:
         return []
-    return framework_env(contract.vram_mib, contract.phys_vram_mib)
+    return framework_env(contract.alloc_cap_mib, contract.phys_vram_mib)
 
 
 def main(argv=None):

@@ -203,7 +203,7 @@ def _before_torch(spec):
         if not ver or ver[:2] < _ALLOC_CONF_MIN_TORCH:
             return
         import gpu_cosplay_env
-        frac = gpu_cosplay_env.mem_fraction(c.vram_mib, c.phys_vram_mib)
+        frac = gpu_cosplay_env.mem_fraction(c.alloc_cap_mib, c.phys_vram_mib)
         if frac is None or frac >= 1.0:
             return
         # PYTORCH_ALLOC_CONF is the newer name; extend whichever the user set, else the classic one.
@@ -301,12 +301,22 @@ def _device_index(torch, device):
 
 
 def _cap_for(st, idx):
-    """Cap in bytes for device idx: the target's VRAM, never more than the physical memory."""
-    cap = st.contract.cap_bytes
+    """What torch's allocator may hold on device idx (bytes): the costume's cap, never more than the physical memory.
+    Under MPS it is the pinned limit, so the hook never lets through more than the driver's hard limit."""
+    cap = st.contract.alloc_cap_bytes
     phys = st.phys_total.get(idx)
     if phys:
         return min(cap, phys)
     return cap
+
+
+def _total_for(st, idx):
+    """What CUDA reports as the total on the card (bytes), its VRAM less the driver's reserve; never above physical."""
+    total = st.contract.cuda_total_bytes
+    phys = st.phys_total.get(idx)
+    if phys:
+        return min(total, phys)
+    return total
 
 
 def _cuda_post_init(torch):
@@ -324,7 +334,7 @@ def _cuda_post_init(torch):
             try:
                 phys = int(get_props(idx).total_memory)
                 st.phys_total[idx] = phys
-                cap = st.contract.cap_bytes
+                cap = st.contract.alloc_cap_bytes
                 if phys > 0 and cap < phys:
                     frac = cap / float(phys)
                     set_frac(frac, idx)
@@ -404,7 +414,7 @@ def patch_torch(torch):
         def get_device_properties(device=None):
             real = orig(device)
             idx = _device_index(torch, device)
-            return _DevicePropsProxy(real, c.name, _cap_for(st, idx))
+            return _DevicePropsProxy(real, c.name, _total_for(st, idx))
         return get_device_properties
 
     def _reserved(idx):
@@ -414,10 +424,12 @@ def patch_torch(torch):
             return 0
 
     def clip(free, total, idx):
+        # free: what the driver has (under MPS, against the pinned limit) within what the allocator cap leaves;
+        # total: what the card reports to CUDA
         cap = _cap_for(st, idx)
         free = int(free)
         used_by_us = _reserved(idx)
-        return max(0, min(free, cap - used_by_us)), cap
+        return max(0, min(free, cap - used_by_us)), _total_for(st, idx)
 
     def make_mem_get_info(orig):
         def mem_get_info(device=None):
@@ -429,11 +441,11 @@ def patch_torch(torch):
 
     def make_set_fraction(orig):
         def set_per_process_memory_fraction(fraction, device=None):
-            # The user thinks in target memory: a fraction of the target's VRAM.
+            # The user thinks in target memory: a fraction of what the card reports, never past the allocator cap.
             idx = _device_index(torch, device)
             phys = st.phys_total.get(idx)
             if phys:
-                fraction = float(fraction) * _cap_for(st, idx) / float(phys)
+                fraction = min(float(fraction) * _total_for(st, idx), _cap_for(st, idx)) / float(phys)
             return orig(fraction, device)
         return set_per_process_memory_fraction
 
@@ -512,7 +524,7 @@ def fit_record(torch=None):
         "argv": list(getattr(sys, "argv", []) or []),
         "peakReservedBytes": reserved,
         "peakAllocatedBytes": allocated,
-        "capBytes": c.cap_bytes,
+        "capBytes": c.alloc_cap_bytes,
         "t": round(time.time(), 3),
         "card": c.card,
         "name": c.name,

@@ -779,13 +779,13 @@ def measure_vram_axis(torch, kind, total_bytes, enabled, driver_factory=None):
         return {"measured": None, "unit": "GiB", "skipped": "CPU run: no device memory cap to probe"}
     if not enabled:
         return {"measured": None, "unit": "GiB", "skipped": "not asked (--no-vram)"}
-    cap = int(total_bytes)  # in a session the hook reports the cap as the total
+    cap = int(total_bytes)  # in a session the hook reports what the card reports to CUDA as the total
     try:
         t = probe_vram(torch, cap)
     except Exception as exc:
         return {"measured": None, "unit": "GiB", "capGiB": cap / GIB, "error": _refusal_text(exc)}
     c = probe_cupy(cap)
-    # under MPS the hard limit is the pinned one (the cap plus the margin for the context and library buffers)
+    # under MPS the hard limit is the pinned one (what the card reports; the context comes out of it as on the card)
     pinned_mib = os.environ.get("GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB", "")
     limit = int(pinned_mib) * MIB if pinned_mib.isdigit() else cap
     d = probe_hard(torch, limit, driver_factory)

@@ -209,20 +209,27 @@ def check_torch_name(torch, c):
 
 def check_torch_props(torch, c):
     p = torch.cuda.get_device_properties(0)
-    if p.name != c.name or p.total_memory != c.cap_bytes:
+    if p.name != c.name or p.total_memory != _expected_total(c):
         return ("FAIL", "name=%r total_memory=%d" % (p.name, p.total_memory))
     return ("PASS", "name=%r total_memory=%d" % (p.name, p.total_memory))
 
 
+def _expected_total(c):
+    """What torch should report as the card's total: its CUDA total, never above the physical memory."""
+    st = _hook_state()
+    phys = st.phys_total.get(0) if st else None
+    return min(c.cuda_total_bytes, phys) if phys else c.cuda_total_bytes
+
+
 def check_torch_mem(torch, c):
     free, total = torch.cuda.mem_get_info(0)
-    if total != c.cap_bytes or free > total:
+    if total != _expected_total(c) or free > total:
         return ("FAIL", "free=%d total=%d" % (free, total))
     detail = "free=%d total=%d" % (free, total)
     acc = getattr(torch, "accelerator", None)
     if acc is not None and hasattr(acc, "get_memory_info"):
         f2, t2 = acc.get_memory_info(0)
-        if t2 != c.cap_bytes:
+        if t2 != _expected_total(c):
             return ("FAIL", "torch.accelerator.get_memory_info total=%d" % t2)
         detail += "; accelerator total=%d" % t2
     return ("PASS", detail)
@@ -231,21 +238,22 @@ def check_torch_mem(torch, c):
 def check_alloc(torch, c, under):
     st = _hook_state()
     phys = st.phys_total.get(0) if st else None
-    if phys is not None and c.cap_bytes >= phys:
-        return ("SKIP", "cap %d >= physical %d: nothing to enforce" % (c.cap_bytes, phys))
+    cap = c.alloc_cap_bytes
+    if phys is not None and cap >= phys:
+        return ("SKIP", "cap %d >= physical %d: nothing to enforce" % (cap, phys))
     torch.cuda.empty_cache()
     base = torch.cuda.memory_reserved(0)
     margin = 64 * MIB
     oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", RuntimeError)
     if under:
-        n = c.cap_bytes - base - 2 * margin
+        n = cap - base - 2 * margin
         if n <= 0:
             return ("SKIP", "cap too small for the test")
         x = torch.empty(n, dtype=torch.uint8, device="cuda:0")
         del x
         torch.cuda.empty_cache()
-        return ("PASS", "allocated %d MiB under a %d MiB cap" % (n // MIB, c.vram_mib))
-    n = c.cap_bytes - base + margin
+        return ("PASS", "allocated %d MiB under a %d MiB cap" % (n // MIB, c.alloc_cap_mib))
+    n = cap - base + margin
     try:
         x = torch.empty(n, dtype=torch.uint8, device="cuda:0")
     except oom as exc:
@@ -253,7 +261,7 @@ def check_alloc(torch, c, under):
         return ("PASS", "%s for %d MiB" % (type(exc).__name__, n // MIB))
     del x
     torch.cuda.empty_cache()
-    return ("FAIL", "allocating %d MiB over a %d MiB cap succeeded" % (n // MIB, c.vram_mib))
+    return ("FAIL", "allocating %d MiB over a %d MiB cap succeeded" % (n // MIB, c.alloc_cap_mib))
 
 
 def check_pynvml(checks, c):

@@ -35,6 +35,8 @@ await build({
     'engine-client': 'src/system/engine-client.ts',
     // the shared box's root engine: one typed request on stdin, no command parser (src/engine/serve-engine.ts)
     engine: 'src/engine/serve-engine.ts',
+    // npm run fidelity: the measured-figures tables (scripts/fidelity.mjs)
+    fidelity: 'src/render/render-fidelity.ts',
   },
   define: {GPU_COSPLAY_VERSION: JSON.stringify(version)},
 })

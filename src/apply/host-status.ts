@@ -13,6 +13,8 @@ export type SessionShaping = {
   /** MPS active thread percentage; null without MPS */
   mpsThreadPercentage: number | null
   vramCapMiB: number
+  /** the limit the driver enforces (MPS pinned limit, else its MIG slice); null: only the costume's cap (older plans: the pinned limit) */
+  hardLimitMiB: number | null
   /** the GPU-wide clock lock this session asked for (and shares with every tenant); null when it took none */
   clockMHz: number | null
   /** the GPU-wide power limit this session asked for; null when it took none */
@@ -143,6 +145,7 @@ function shapingOf(s: SessionRecord): SessionShaping {
     sliceSmCount: plan.mig?.smCount ?? null,
     mpsThreadPercentage: plan.mps?.activeThreadPercentage ?? null,
     vramCapMiB: plan.vramCapMiB,
+    hardLimitMiB: plan.memory?.hardLimitMiB ?? plan.mps?.pinnedMemLimitMiB ?? null,
     clockMHz: plan.gpuWide.clockLock ? plan.clockMHz : null,
     powerLimitW: plan.gpuWide.powerLimit ? plan.powerLimitW : null,
     expected: {fp32Tflops: plan.expected.fp32Tflops, bf16Tflops: plan.expected.bf16Tflops, bandwidthGBs: plan.expected.bandwidthGBs},

@@ -7,8 +7,10 @@ import type * as z from 'zod'
 
 import {CatalogError} from '../core/errors.js'
 import {DEBUG_NS} from '../core/names.js'
+import {fitAchievedModel} from './achieved-model.js'
 import {findAliasClashes} from './catalog-index.js'
 import {catalogFileSchema, type CatalogFile} from './schema.js'
+import {withReferences} from './target-reference.js'
 import type {Catalog, HostModel, Target} from './types.js'
 
 // Commands find everything about loading in one module.
@@ -53,8 +55,20 @@ export function loadCatalog(options: LoadCatalogOptions): Catalog {
   const catalog = {targets: targets.values(), hosts: hosts.values(), files}
   rejectAliasClashes(catalog.targets, 'target', targets)
   rejectAliasClashes(catalog.hosts, 'host', hosts)
+  rejectUnknownCards(catalog, hosts)
   debug('catalog: %d targets, %d hosts from %d files', catalog.targets.length, catalog.hosts.length, files.length)
-  return catalog
+  // what each card really does (measured, else estimated by the model fitted on the measured ones), derived once here
+  return withReferences(catalog, fitAchievedModel(catalog.targets))
+}
+
+/** A host's `measuredAs` must name a target: a typo would silently plan on estimates. */
+function rejectUnknownCards(catalog: Catalog, layered: Layered<HostModel>): void {
+  const keys = new Set(catalog.targets.map((t) => t.key))
+  const host = catalog.hosts.find((h) => h.measuredAs !== undefined && !keys.has(h.measuredAs))
+  if (!host) return
+  throw new CatalogError('CATALOG_INVALID', `${layered.fileOf(host.key)}: host "${host.key}" field "measuredAs": no target "${host.measuredAs}"`, {
+    fix: ['name the key of the target entry that is the same card (gpu-cosplay ls lists them)'],
+  })
 }
 
 /** Parses and validates one file's text; `fileName` is only used in messages. */
@@ -122,7 +136,8 @@ class Layered<T extends {readonly key: string}> {
 }
 
 function addFile(file: string, data: CatalogFile, targets: Layered<Target>, hosts: Layered<HostModel>, isUser: boolean): void {
-  for (const target of data.targets ?? []) targets.add(target, file, isUser)
+  // a derived reference in a file (an entry copied from `info --json`) is dropped: loadCatalog derives it again
+  for (const {reference: _derived, ...target} of data.targets ?? []) targets.add(target, file, isUser)
   for (const host of data.hosts ?? []) hosts.add(host, file, isUser)
 }
 

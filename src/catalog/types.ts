@@ -1,7 +1,8 @@
 import type * as z from 'zod'
 
 import type {DeepReadonly} from '../core/deep-readonly.js'
-import type {achievedFractionSchema, archSchema, hostModelSchema, migProfileBaseSchema, migProfileSchema, targetSchema} from './schema.js'
+import type {HostMeasuredRates, TargetReference} from './reference-types.js'
+import type {archSchema, hostModelSchema, measurementSchema, migProfileBaseSchema, migProfileSchema, smCurveSchema, targetSchema} from './schema.js'
 
 /**
  * Catalog models, inferred from the schemas in schema.ts (the field docs live there). Type-only imports:
@@ -10,11 +11,19 @@ import type {achievedFractionSchema, archSchema, hostModelSchema, migProfileBase
 export {ARCHS} from './archs.js'
 export type Arch = z.infer<typeof archSchema>
 
-/** A GPU the tool can imitate (catalog/gpus.yaml, or a user file in catalog.d/). */
-export type Target = DeepReadonly<z.infer<typeof targetSchema>>
+export type {AxisReference, HostMeasuredRates, ReferenceBasis, TargetReference} from './reference-types.js'
 
-/** Measured / datasheet per axis, from a published benchmark named in `source`. */
-export type AchievedFraction = DeepReadonly<z.infer<typeof achievedFractionSchema>>
+/**
+ * A GPU the tool can imitate (catalog/gpus.yaml, or a user file in catalog.d/). `reference` is derived when the
+ * catalog is loaded (what the card measures, or an estimate), never written in a file.
+ */
+export type Target = DeepReadonly<z.infer<typeof targetSchema>> & {readonly reference?: TargetReference}
+
+/** One sourced measurement of a card (a `measured` entry). */
+export type Measurement = DeepReadonly<z.infer<typeof measurementSchema>>
+
+/** Throughput over the SMs a client gets, measured on a host (an MPS sweep). */
+export type SmCurve = DeepReadonly<z.infer<typeof smCurveSchema>>
 
 /** The fields every view of a MIG GPU-instance profile shares: catalog, `mig -lgip` row, planner, doctor. */
 export type MigProfileBase = DeepReadonly<z.infer<typeof migProfileBaseSchema>>
@@ -22,8 +31,8 @@ export type MigProfileBase = DeepReadonly<z.infer<typeof migProfileBaseSchema>>
 /** One `nvidia-smi mig -lgip` row, as a catalog host model states it. */
 export type MigProfileSpec = DeepReadonly<z.infer<typeof migProfileSchema>>
 
-/** A GPU the tool can run on (catalog/hosts.yaml). */
-export type HostModel = DeepReadonly<z.infer<typeof hostModelSchema>>
+/** A GPU the tool can run on (catalog/hosts.yaml). `measuredRates` is derived at load from its `measuredAs` card. */
+export type HostModel = DeepReadonly<z.infer<typeof hostModelSchema>> & {readonly measuredRates?: HostMeasuredRates}
 
 /** A host model's MIG geometry; null on the model when the GPU has no MIG. */
 export type HostMig = NonNullable<HostModel['mig']>

@@ -8,13 +8,13 @@ import {pickGpu} from '../host/pick-gpu.js'
 import {probeHost} from '../host/probe.js'
 import type {Smi} from '../host/smi.js'
 import type {HostProbe} from '../host/types.js'
-import {type Achievable, achievableFor} from '../plan/achievable-for.js'
+import {type Achievable, achievableFor, type CalibrationLookup} from '../plan/achievable-for.js'
 import {planCosplay} from '../plan/plan-cosplay.js'
 import {hostModelFor, planHostFromModel, planHostFromProbe} from '../plan/plan-host.js'
-import type {GpuWideRequest, Objective, Plan, PlanHost} from '../plan/types.js'
+import type {Objective, Plan, PlanHost, PlanOptions} from '../plan/types.js'
 import {currentCatalog, localSmi} from './context.js'
 
-export type PlanRequest = GpuWideRequest & {
+export type PlanRequest = PlanOptions & {
   readonly on?: string
   readonly hostGpu?: number
   readonly objective: Objective
@@ -34,10 +34,8 @@ export async function planTarget(gpu: string, request: PlanRequest, exportAs?: E
   const catalog = await currentCatalog()
   const target = resolveTarget(catalog, gpu)
   // A cluster runs no per-session MPS daemon of ours: exports shape with MIG and GPU-wide leases.
-  const {plan: cosplay, host, probe} = await planFor(catalog, target, exportAs ? {...request, mpsAvailable: false} : request, () => localSmi())
-  // a model (--on) has no calibration; reading one loads zod, which `plan --on` must not pay for at start-up
-  const calibration = probe === null ? {status: 'model' as const} : (await import('./plan-calibration.js')).planCalibration(host.model.key, probe)
-  const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.achievedFraction)}
+  const {plan: cosplay, host, calibration} = await planFor(catalog, target, exportAs ? {...request, mpsAvailable: false} : request, () => localSmi())
+  const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.reference)}
   if (!exportAs) return {plan, exported: null}
   // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
   const {exportPlan} = await import('../export/export-plan.js')
@@ -54,16 +52,23 @@ export async function planFor(
   target: Target,
   request: PlanRequest,
   smi: () => Smi,
-): Promise<{plan: Plan; host: PlanHost; probe: HostProbe | null}> {
+): Promise<{plan: Plan; host: PlanHost; probe: HostProbe | null; calibration: CalibrationLookup}> {
   if (request.on !== undefined) {
     // A model stands for a host with a current driver, which ships the MPS control binary.
     const host = planHostFromModel(resolveHostModel(catalog, request.on), {mpsAvailable: request.mpsAvailable ?? true})
-    return {plan: planCosplay(target, host, request.objective, {}, request), host, probe: null}
+    return {plan: planCosplay(target, host, request.objective, {}, request), host, probe: null, calibration: {status: 'model'}}
   }
   const probe = await probeOrExplain(smi())
   const gpu = pickGpu(probe, request.hostGpu ?? 0)
-  const {findMpsControl} = await import('../host/mps.js')
-  const host = planHostFromProbe(gpu, hostModelFor(catalog, gpu), {mpsAvailable: request.mpsAvailable ?? findMpsControl(process.env) !== null})
+  const model = hostModelFor(catalog, gpu)
+  // the probed GPU's calibration moves the host's measured rates (reading it loads zod: only here, never for --on)
+  const [{findMpsControl}, {planCalibration}] = await Promise.all([import('../host/mps.js'), import('./plan-calibration.js')])
+  const calibration = planCalibration(model.key, probe)
+  const host = planHostFromProbe(gpu, model, {
+    mpsAvailable: request.mpsAvailable ?? findMpsControl(process.env) !== null,
+    calibration:
+      calibration.status === 'found' ? {fractions: calibration.calibration.fractions, file: calibration.file, driver: calibration.calibration.driver} : null,
+  })
   const [{findStateDir}, {bookPath, heldSettings, readBook}, {planOnGpu}] = await Promise.all([
     import('../apply/state-dir.js'),
     import('../apply/gpu-book.js'),
@@ -71,7 +76,7 @@ export async function planFor(
   ])
   const stateDir = findStateDir(process.env, homedir())
   const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
-  return {plan: planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request), host, probe}
+  return {plan: planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request), host, probe, calibration}
 }
 
 async function probeOrExplain(smi: Smi): Promise<HostProbe> {

@@ -30,6 +30,7 @@ export default class Plan extends BaseCommand {
     'lock-clock': Flags.boolean({description: 'as up --lock-clock: lock the GPU-wide clock even on a slice'}),
     'cap-power': Flags.boolean({description: "as up --cap-power: cap the GPU-wide power at the target's TDP even on a slice"}),
     'no-mps': Flags.boolean({description: 'as up --no-mps: plan without MPS, as on a host without the MPS control binary'}),
+    datasheet: Flags.boolean({description: "match datasheet peaks against the target's datasheet, as before measured references"}),
     output: Flags.string({
       char: 'o',
       description: 'render the plan for a cluster instead: a mig-parted layout, Kubernetes manifests or Slurm config',
@@ -67,6 +68,7 @@ export default class Plan extends BaseCommand {
       lockClock: flags['lock-clock'],
       capPower: flags['cap-power'],
       ...(flags['no-mps'] ? {mpsAvailable: false} : {}),
+      ...(flags.datasheet ? {basis: 'datasheet' as const} : {}),
     }
     const exportAs = flags.output
       ? {

@@ -35,6 +35,9 @@ export const COSTUME_ENV = {
   vramGB: 'GPU_COSPLAY_VRAM_GB',
   vramMiB: 'GPU_COSPLAY_VRAM_MIB',
   physVramMiB: 'GPU_COSPLAY_PHYS_VRAM_MIB',
+  /** what the card reports to CUDA (torch total_memory), and what torch's allocator may hold (never above the hard limit) */
+  cudaTotalMiB: 'GPU_COSPLAY_CUDA_TOTAL_MIB',
+  allocCapMiB: 'GPU_COSPLAY_ALLOC_CAP_MIB',
   tdpW: 'GPU_COSPLAY_TDP_W',
   fp32Tflops: 'GPU_COSPLAY_FP32_TFLOPS',
   bf16Tflops: 'GPU_COSPLAY_BF16_TFLOPS',

@@ -106,7 +106,7 @@ function mixPlans(catalog: Catalog, host: PlanHost, target: Target, plan: Plan, 
     asked: item.name,
     count: item.count,
     target: item.target,
-    plan: item.target.key === target.key ? plan : planCosplay(item.target, host, plan.objective),
+    plan: item.target.key === target.key ? plan : planCosplay(item.target, host, plan.objective, {}, {basis: plan.basis ?? 'datasheet'}),
   }))
   // layoutFor refuses a plan without a slice, and packMigLayout a host without MIG
   if (host.model.mig === null || preferred.some((m) => m.plan.mig === null)) return preferred

@@ -26,7 +26,11 @@ export async function renderMetrics(view: HostView): Promise<string> {
     'slice',
   ])
   const sms = gauge('session_sms', 'SMs the session can use: its MIG slice, or fewer under MPS', ['session'])
-  const memoryLimit = gauge('session_memory_limit_bytes', 'The VRAM cap the session is given', ['session'])
+  const memoryLimit = gauge(
+    'session_memory_limit_bytes',
+    "The memory limit the driver enforces for the session (its MPS pinned limit, else its MIG slice); without one, the costume's VRAM cap",
+    ['session'],
+  )
   const memoryUsed = gauge('session_memory_used_bytes', 'Memory the compute apps of its MIG instance use (nvidia-smi)', ['session'])
   const expected = gauge('session_expected', 'What the plan expects of the session, per axis (FLOP/s, bytes/s)', ['session', 'axis'])
   const target = gauge('session_target', "The imitated GPU's figure, per axis (FLOP/s, bytes/s)", ['session', 'axis'])
@@ -55,7 +59,7 @@ export async function renderMetrics(view: HostView): Promise<string> {
     const sh = s.shaping
     if (!sh) continue
     sms.set({session}, sh.smCount)
-    memoryLimit.set({session}, sh.vramCapMiB * MiB)
+    memoryLimit.set({session}, (sh.hardLimitMiB ?? sh.vramCapMiB) * MiB)
     const values = {
       expected: [perSecond(sh.expected.fp32Tflops, 1e12), perSecond(sh.expected.bf16Tflops, 1e12), perSecond(sh.expected.bandwidthGBs, 1e9)],
       target: [

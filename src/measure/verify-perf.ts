@@ -1,6 +1,7 @@
 /**
  * The host side of `verify --perf`: reads what verify.py --perf measured in the session, and holds it to the
- * session's plan (from the GPU book), this GPU model's calibration and the target's catalog entry.
+ * session's plan (from the GPU book), this GPU model's calibration and the target's catalog entry: what the real card
+ * measures, with its method and source.
  */
 import {ContainerError} from '../core/errors.js'
 import {readCalibration} from '../host/calibration-file.js'
@@ -45,12 +46,16 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
       ],
     })
   }
-  const expectations = expectationsFromPlan(access.session.plan)
   const m = output.measurement
+  const catalog = await currentCatalog()
+  const host = catalog.hosts.find((h) => h.key === access.session.plan.host.model)
+  const expectations = {...expectationsFromPlan(access.session.plan), ...(host?.tensorClockMaxMHz ? {tensorClockMaxMHz: host.tensorClockMaxMHz} : {})}
   // CPU figures say nothing about the GPU, so no calibration applies to them
   const found = m.device.kind === 'cuda' && m.device.driver ? readCalibration(access.stateDir, expectations.hostModel, m.device.driver) : null
-  const target = (await currentCatalog()).targets.find((t) => t.key === expectations.targetKey)
-  const report = perfReport(m, expectations, found?.calibration.fractions ?? null, target?.achievedFraction)
+  const target = catalog.targets.find((t) => t.key === expectations.targetKey)
+  // each axis beside what the real card measures, by its own method; the plan's measured expectation restated in
+  // this measurement's method by the host card's catalog figures
+  const report = perfReport(m, expectations, found?.calibration.fractions ?? null, target?.reference, host?.measuredRates)
   const summary = {PASS: 0, WARN: 0, FAIL: 0, SKIP: 0}
   for (const axis of PERF_AXES) summary[report.axes[axis].verdict] += 1
   return {

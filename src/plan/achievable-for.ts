@@ -1,4 +1,4 @@
-import type {AchievedFraction} from '../catalog/types.js'
+import type {TargetReference} from '../catalog/types.js'
 import {errorPct, round} from '../core/units.js'
 import type {Calibration, CalibrationFractions} from '../host/calibration-file.js'
 import type {Plan} from './types.js'
@@ -22,19 +22,26 @@ export const THROUGHPUT_FIELDS = {
 
 /**
  * One axis on the calibrated footing, for `plan` and `verify --perf` alike: peak x the host's measured fraction,
- * and the target's achieved figure only where both sides are measured (else its datasheet figure).
+ * and the target's measured figure only where both sides are measured (else its datasheet figure).
  */
 export function calibratedAxis(
   axis: ThroughputAxis,
   peak: number,
   fraction: number | null | undefined,
   datasheet: number | null,
-  achieved: number | undefined,
+  measured: number | undefined,
 ): {calibrated: number | null; target: number | null; targetAchieved: boolean} {
   const digits = THROUGHPUT_FIELDS[axis].digits
   const calibrated = fraction === null || fraction === undefined ? null : round(peak * fraction, digits)
-  const targetAchieved = calibrated !== null && achieved !== undefined && datasheet !== null
-  return {calibrated, target: targetAchieved ? round(datasheet * achieved, digits) : datasheet, targetAchieved}
+  const targetAchieved = calibrated !== null && measured !== undefined && datasheet !== null
+  return {calibrated, target: targetAchieved ? round(measured, digits) : datasheet, targetAchieved}
+}
+
+/** The target's measured figure per throughput axis (never an estimate): what a calibrated host is compared with. */
+export function measuredTargetFigures(reference: TargetReference | undefined): Partial<Record<ThroughputAxis, number>> {
+  if (!reference) return {}
+  const pick = (r: TargetReference['fp32Tflops'] | null) => (r?.basis === 'measured' ? r.value : undefined)
+  return {fp32: pick(reference.fp32Tflops), bf16: pick(reference.tensorTflops), bandwidth: pick(reference.copyGBs)}
 }
 
 export type Achievable = {
@@ -44,7 +51,7 @@ export type Achievable = {
   readonly calibration: {readonly file: string; readonly driver: string; readonly measuredAt: string; readonly fractions: CalibrationFractions} | null
   /** peak x calibrated fraction; null where there is no calibrated fraction */
   readonly expected: {readonly fp32Tflops: number | null; readonly bf16Tflops: number | null; readonly bandwidthGBs: number | null}
-  /** the target on the same footing: its achieved figure where the catalog has one and this host is calibrated, else its datasheet figure */
+  /** the target on the same footing: its measured figure where the catalog has one and this host is calibrated, else its datasheet figure */
   readonly target: {readonly fp32Tflops: number; readonly bf16Tflops: number | null; readonly bandwidthGBs: number}
   /** axes where both sides are achieved figures, so the error compares like with like */
   readonly targetAchieved: readonly ThroughputAxis[]
@@ -56,12 +63,13 @@ export type Achievable = {
  * The plan's figures as this host really delivers them: datasheet peak x the fraction `calibrate` measured.
  * The planner itself chooses on peaks against the target's datasheet (like with like); this is what to expect.
  */
-export function achievableFor(plan: Plan, lookup: CalibrationLookup, targetFraction?: AchievedFraction): Achievable {
+export function achievableFor(plan: Plan, lookup: CalibrationLookup, targetReference?: TargetReference): Achievable {
   const fractions = lookup.status === 'found' ? lookup.calibration.fractions : null
+  const measured = measuredTargetFigures(targetReference)
   const axes = Object.fromEntries(
     THROUGHPUT_AXES.map((axis) => {
       const key = THROUGHPUT_FIELDS[axis].key
-      return [axis, calibratedAxis(axis, plan.expected[key], fractions?.[axis], plan.target[key], targetFraction?.[axis])]
+      return [axis, calibratedAxis(axis, plan.expected[key], fractions?.[axis], plan.target[key], measured[axis])]
     }),
   ) as Record<ThroughputAxis, ReturnType<typeof calibratedAxis>>
   const expected = {fp32Tflops: axes.fp32.calibrated, bf16Tflops: axes.bf16.calibrated, bandwidthGBs: axes.bandwidth.calibrated}

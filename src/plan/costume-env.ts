@@ -2,20 +2,26 @@ import {COSTUME_ENV} from '../core/names.js'
 import type {Plan} from './types.js'
 
 /**
- * The environment the costume (runtime-hooks/) reads inside the container. VRAM figures are binary,
- * as nvidia-smi shows them. The memory fraction is the one in runtime-hooks/gpu_cosplay_env.py
+ * The environment the costume (runtime-hooks/) reads inside the container. VRAM figures are binary: the card's VRAM
+ * as nvidia-smi shows it (VRAM_MIB), what the card reports to CUDA (CUDA_TOTAL_MIB) and what torch's allocator, CuPy
+ * and JAX may hold (ALLOC_CAP_MIB, never above the session's hard limit; the JAX fraction and the CuPy limit use it). The memory fraction is the one in runtime-hooks/gpu_cosplay_env.py
  * (mem_fraction + format_fraction): floored to 4 decimals in integer arithmetic, clamped to [0.0001, 1],
  * always printed with 4 decimals; verify.py compares the strings, and test/unit/plan/costume-contract.test.ts
  * runs the Python side over every (host model x target) plan.
  */
 export function costumeEnv(plan: Plan, target: {hasTf32: boolean}, physicalMiB: number, sessionName: string): Record<string, string> {
   const capMiB = plan.vramCapMiB
-  const fraction = memFraction(capMiB, physicalMiB)
+  // a plan journaled before memory limits had one figure for all three
+  const cudaTotalMiB = plan.memory?.cudaTotalMiB ?? capMiB
+  const allocCapMiB = plan.memory?.allocatorCapMiB ?? capMiB
+  const fraction = memFraction(allocCapMiB, physicalMiB)
   return {
     [COSTUME_ENV.card]: plan.target.key,
     [COSTUME_ENV.name]: plan.target.name,
     [COSTUME_ENV.vramGB]: String(plan.target.vramGB),
     [COSTUME_ENV.vramMiB]: String(capMiB),
+    [COSTUME_ENV.cudaTotalMiB]: String(cudaTotalMiB),
+    [COSTUME_ENV.allocCapMiB]: String(allocCapMiB),
     [COSTUME_ENV.physVramMiB]: String(physicalMiB),
     [COSTUME_ENV.tdpW]: String(plan.target.tdpW),
     [COSTUME_ENV.fp32Tflops]: String(plan.target.fp32Tflops),
@@ -27,7 +33,7 @@ export function costumeEnv(plan: Plan, target: {hasTf32: boolean}, physicalMiB: 
     XLA_PYTHON_CLIENT_PREALLOCATE: 'false',
     XLA_CLIENT_MEM_FRACTION: fraction,
     XLA_PYTHON_CLIENT_MEM_FRACTION: fraction,
-    CUPY_GPU_MEMORY_LIMIT: String(capMiB * 1024 * 1024),
+    CUPY_GPU_MEMORY_LIMIT: String(allocCapMiB * 1024 * 1024),
   }
 }
 

@@ -1,10 +1,25 @@
+import {METHOD_LABELS} from '../catalog/measure-methods.js'
 import type {Target} from '../catalog/types.js'
 import {StateError} from '../core/errors.js'
 import {errorPct, round} from '../core/units.js'
+import {type HostRates, hostRatesOf, type MeasuredFigures, measuredAt} from './measured-throughput.js'
+import {memoryPlan} from './memory-limits.js'
 import {bf16TflopsAt, fp32TflopsAt, migBandwidthGBs, supportedClocksMHz} from './throughput.js'
 import {MPS_MIN_SMS_WHOLE_GPU, type MpsLevel, mpsLevels} from './mps-shaping.js'
 import {planScore} from './plan-score.js'
-import type {Expected, GpuWideRequest, Objective, Plan, PlanConstraints, PlanHost, ProfileOption, TargetSummary} from './types.js'
+import type {
+  Expected,
+  GpuWideRequest,
+  MeasuredPlan,
+  Objective,
+  Plan,
+  PlanBasis,
+  PlanConstraints,
+  PlanHost,
+  PlanOptions,
+  ProfileOption,
+  TargetSummary,
+} from './types.js'
 import {explainPlan} from './warnings.js'
 
 /** A slice (or the whole GPU) the plan could run on. */
@@ -15,12 +30,20 @@ type Shape = {
   readonly bandwidthGBs: number
 }
 
+/** The three throughput axes as one side of a comparison: what a slice has, or what a target wants. */
+type Figures = {readonly fp32Tflops: number; readonly bf16Tflops: number; readonly bandwidthGBs: number}
+/** What the plan aims at: tensor null when the target has no tensor cores; fp16 when it has them but no BF16. */
+type Wanted = {readonly fp32Tflops: number; readonly tensorTflops: number | null; readonly tensorAxis: 'bf16' | 'fp16-tensor'; readonly bandwidthGBs: number}
+
 type Candidate = {
   readonly shape: Shape
   readonly clockMHz: number
   /** SMs the session gets: the slice's, or fewer under MPS */
   readonly mps: MpsLevel | null
+  /** datasheet arithmetic */
   readonly expected: Expected
+  /** what it measures, where the host has measured rates */
+  readonly measured: MeasuredFigures | null
   /** log error on the objective */
   readonly primary: number
   /** balanced error plus slice size: decides between candidates the objective cannot tell apart */
@@ -35,14 +58,6 @@ const EQUIVALENT_LOG_ERROR = 0.01
 const EQUIVALENT_CEILING = 0.025
 /** Among equivalent candidates a smaller slice wins, leaving the rest of the GPU to teammates. */
 const SLICE_WEIGHT = 0.05
-/**
- * What counts against an MPS client's pinned device-memory limit besides the tensors the cap allows: the CUDA
- * context and library buffers (cuBLAS workspaces, NCCL). The limit sits this far above the cap, so that a program
- * can allocate up to the cap; an estimate (a few hundred MiB for a CUDA 12 context with lazy loading), not yet
- * checked on a GPU.
- */
-export const MPS_PINNED_MARGIN_MIB = 512
-
 /** Which GPU-wide settings a session on this shape takes, and why. */
 type GpuWide = {readonly clockLock: boolean; readonly powerLimit: boolean; readonly reason: string}
 
@@ -59,30 +74,37 @@ export function planCosplay(
   host: PlanHost,
   objective: Objective = 'balanced',
   constraints: PlanConstraints = {},
-  request: GpuWideRequest = {},
+  request: PlanOptions = {},
 ): Plan {
   const shapes = candidateShapes(target, host)
+  const rates = hostRatesOf(host.model, host.calibration ?? null)
+  const {basis, basisNote} = basisFor(target, rates, request.basis)
+  const want = basis === 'measured' ? measuredWant(target) : datasheetWant(target)
   const candidates: Candidate[] = []
   for (const shape of shapes.options) {
     const gpuWide = gpuWideFor(host, shape, request)
     const levels: (MpsLevel | null)[] = host.mpsAvailable ? mpsLevels(shape.smCount, shape.profile === null ? MPS_MIN_SMS_WHOLE_GPU : undefined) : [null]
     for (const clockMHz of clockChoices(host, constraints, gpuWide.clockLock)) {
       for (const mps of levels) {
-        const expected = expectedFor(target, host, shape, mps?.smCount ?? shape.smCount, clockMHz)
+        const smCount = mps?.smCount ?? shape.smCount
+        const expected = expectedFor(target, host, shape, smCount, clockMHz)
+        const measured = rates && measuredAt(host.model, rates, smCount, clockMHz, shape.bandwidthGBs)
+        const have = basis === 'measured' && measured ? measured : expected
         candidates.push({
           shape,
           clockMHz,
           mps,
           expected,
-          primary: objectiveError(objective, target, expected),
-          secondary: objectiveError('balanced', target, expected) + SLICE_WEIGHT * sliceFraction(host, shape),
+          measured,
+          primary: objectiveError(objective, want, have),
+          secondary: objectiveError('balanced', want, have) + SLICE_WEIGHT * sliceFraction(host, shape),
         })
       }
     }
   }
 
   // candidateShapes never returns an empty list; it throws instead.
-  const chosen = pickCandidate(candidates, host, objective, target)
+  const chosen = pickCandidate(candidates, host, objective, want, basis)
   const gpuWide = gpuWideFor(host, chosen.shape, request)
   const powerLimitW = gpuWide.powerLimit ? (constraints.powerLimitW ?? clamp(target.tdpW, host.powerRangeW.min, host.powerRangeW.max)) : null
   const lockedClockMHz = !gpuWide.clockLock
@@ -101,6 +123,12 @@ export function planCosplay(
   }
   const profile = chosen.shape.profile
   const vramCapMiB = Math.round(chosen.expected.vramGB * 1024)
+  const memory = memoryPlan(target, host.model, vramCapMiB, Math.round(chosen.shape.memoryGiB * 1024), {
+    mps: chosen.mps !== null,
+    migSlice: profile !== null,
+  })
+  const measured = rates && chosen.measured ? measuredPlan(target, host, rates, chosen.measured) : null
+  const have = basis === 'measured' && chosen.measured ? chosen.measured : chosen.expected
   const plan: Omit<Plan, 'warnings'> = {
     target: summary,
     host: {name: host.name, index: host.index, model: host.model.key, smCount: host.model.smCount},
@@ -120,16 +148,81 @@ export function planCosplay(
     mps: chosen.mps && {
       activeThreadPercentage: chosen.mps.activeThreadPercentage,
       smCount: chosen.mps.smCount,
-      pinnedMemLimitMiB: vramCapMiB + MPS_PINNED_MARGIN_MIB,
+      pinnedMemLimitMiB: memory.hardLimitMiB!,
     },
     gpuWide,
     vramCapGiB: chosen.expected.vramGB,
     vramCapMiB,
     expected: chosen.expected,
     errors,
-    weighed: weighedAxes(objective, target, chosen.expected),
+    basis,
+    basisNote,
+    measured,
+    memory,
+    weighed: weighedAxes(objective, want, have),
   }
   return {...plan, warnings: explainPlan(target, host, plan, shapes.tooBigForAnySlice, constraints)}
+}
+
+/** The measured basis needs both sides measured (or estimated): the target's reference and the host's rates. */
+function basisFor(target: Target, rates: HostRates | null, asked: PlanBasis | undefined): {basis: PlanBasis; basisNote: string} {
+  if (asked === 'datasheet') return {basis: 'datasheet', basisNote: 'asked for (--datasheet): datasheet peaks against the datasheet, as before'}
+  if (!target.reference)
+    return {basis: 'datasheet', basisNote: `${target.key} has no reference (a catalog loaded without one): datasheet peaks against its datasheet`}
+  if (!rates) return {basis: 'datasheet', basisNote: 'this host model names no measured card (measuredAs): datasheet peaks against the datasheet'}
+  const estimated = [
+    target.reference.fp32Tflops.basis === 'estimated' && 'FP32',
+    target.reference.tensorTflops?.basis === 'estimated' && 'tensor',
+    target.reference.copyGBs.basis === 'estimated' && 'copy',
+  ].filter(Boolean)
+  const axisName = {fp32: 'FP32', bf16: 'BF16', bandwidth: 'copy'} as const
+  const hostEstimated =
+    rates.estimated.length > 0 ? `; this host's ${rates.estimated.map((a) => axisName[a]).join(', ')} rates are estimated (its card has no measurement)` : ''
+  return {
+    basis: 'measured',
+    basisNote:
+      (estimated.length === 0
+        ? `what the card measures (${METHOD_LABELS['matmul-best-of-sizes']}), with what this host measures`
+        : `what the card measures, estimated from its datasheet for ${estimated.join(', ')} (no measurement), with what this host measures`) + hostEstimated,
+  }
+}
+
+function datasheetWant(target: Target): Wanted {
+  return {
+    fp32Tflops: target.fp32Tflops,
+    tensorTflops: tensorTargetTflops(target),
+    tensorAxis: target.bf16Tflops === null ? 'fp16-tensor' : 'bf16',
+    bandwidthGBs: target.bandwidthGBs,
+  }
+}
+
+function measuredWant(target: Target): Wanted {
+  const r = target.reference!
+  return {
+    fp32Tflops: r.fp32Tflops.value,
+    tensorTflops: r.tensorTflops?.value ?? null,
+    tensorAxis: target.bf16Tflops === null ? 'fp16-tensor' : 'bf16',
+    bandwidthGBs: r.copyGBs.value,
+  }
+}
+
+function measuredPlan(target: Target, host: PlanHost, rates: HostRates, have: MeasuredFigures): MeasuredPlan | null {
+  const r = target.reference
+  const hostCopy = host.model.measuredRates?.reference.copyGBs.method
+  if (!r || !hostCopy) return null
+  return {
+    expected: have,
+    target: {fp32Tflops: r.fp32Tflops.value, bf16Tflops: r.tensorTflops?.value ?? null, bandwidthGBs: r.copyGBs.value},
+    targetBasis: {fp32: r.fp32Tflops.basis, bf16: r.tensorTflops?.basis ?? null, bandwidth: r.copyGBs.basis},
+    errors: {
+      fp32Pct: round(errorPct(have.fp32Tflops, r.fp32Tflops.value)),
+      bf16Pct: r.tensorTflops ? round(errorPct(have.bf16Tflops, r.tensorTflops.value)) : null,
+      bandwidthPct: round(errorPct(have.bandwidthGBs, r.copyGBs.value)),
+    },
+    methods: {gemm: r.fp32Tflops.method, targetCopy: r.copyGBs.method, hostCopy},
+    hostRates: rates.sources,
+    targetSources: {fp32: r.fp32Tflops.source, bf16: r.tensorTflops?.source ?? null, bandwidth: r.copyGBs.source},
+  }
 }
 
 function gpuWideFor(host: PlanHost, shape: Shape, request: GpuWideRequest): GpuWide {
@@ -154,19 +247,21 @@ function gpuWideFor(host: PlanHost, shape: Shape, request: GpuWideRequest): GpuW
  * whose SMs span the target on the matched axis. Within that slice, candidates within
  * EQUIVALENT_LOG_ERROR of its best count as equal and the balanced error decides.
  */
-function pickCandidate(candidates: readonly Candidate[], host: PlanHost, objective: Objective, target: Target): Candidate {
+function pickCandidate(candidates: readonly Candidate[], host: PlanHost, objective: Objective, want: Wanted, basis: PlanBasis): Candidate {
   const best = Math.min(...candidates.map((c) => c.primary))
   const bySize = [...new Set(candidates.map((c) => sliceFraction(host, c.shape)))].sort((a, b) => a - b)
   const spans = (pool: readonly Candidate[]) => {
-    const wanted = axisTarget(objective, target)
+    const wanted = axisTarget(objective, want)
     if (!host.mpsAvailable || wanted === null) return false
-    const values = pool.map((c) => axisValue(objective, c.expected))
+    const values = pool.map((c) => axisValue(objective, basis === 'measured' && c.measured ? c.measured : c.expected))
     return Math.max(...values) >= wanted * (1 - EQUIVALENT_CEILING) && Math.min(...values) <= wanted * (1 + EQUIVALENT_CEILING)
   }
   let pool = candidates
   for (const size of bySize) {
     const ofSize = candidates.filter((c) => sliceFraction(host, c.shape) === size)
-    if ((best <= EQUIVALENT_CEILING && ofSize.some((c) => c.primary <= EQUIVALENT_CEILING + 1e-12)) || spans(ofSize)) {
+    // under MPS a smaller slice that already gives the best any slice gives is enough (a bigger one would only span)
+    const bestHere = host.mpsAvailable && ofSize.some((c) => c.primary <= best + 1e-12)
+    if ((best <= EQUIVALENT_CEILING && ofSize.some((c) => c.primary <= EQUIVALENT_CEILING + 1e-12)) || bestHere || spans(ofSize)) {
       pool = ofSize
       break
     }
@@ -177,28 +272,27 @@ function pickCandidate(candidates: readonly Candidate[], host: PlanHost, objecti
 }
 
 /** The one axis an fp32 or bf16 objective matches (null for the others, which weigh several or none the SMs move). */
-function axisTarget(objective: Objective, target: Target): number | null {
-  if (objective === 'fp32') return target.fp32Tflops
-  if (objective === 'bf16') return tensorTargetTflops(target)
+function axisTarget(objective: Objective, want: Wanted): number | null {
+  if (objective === 'fp32') return want.fp32Tflops
+  if (objective === 'bf16') return want.tensorTflops
   return null
 }
 
-function axisValue(objective: Objective, expected: Expected): number {
-  return objective === 'fp32' ? expected.fp32Tflops : expected.bf16Tflops
+function axisValue(objective: Objective, have: Figures): number {
+  return objective === 'fp32' ? have.fp32Tflops : have.bf16Tflops
 }
 
 /** The axes objectiveError weighs for this objective, with their signed errors. */
-function weighedAxes(objective: Objective, target: Target, expected: Expected): Plan['weighed'] {
-  const axis = (name: Plan['weighed'][number]['axis'], have: number, want: number) => ({
+function weighedAxes(objective: Objective, want: Wanted, have: Figures): Plan['weighed'] {
+  const axis = (name: Plan['weighed'][number]['axis'], mine: number, theirs: number) => ({
     axis: name,
-    expected: have,
-    target: want,
-    errorPct: round(errorPct(have, want)),
+    expected: mine,
+    target: theirs,
+    errorPct: round(errorPct(mine, theirs)),
   })
-  const fp32 = axis('fp32', expected.fp32Tflops, target.fp32Tflops)
-  const bandwidth = axis('bandwidth', expected.bandwidthGBs, target.bandwidthGBs)
-  const tensorWanted = tensorTargetTflops(target)
-  const tensor = tensorWanted === null ? null : axis(target.bf16Tflops === null ? 'fp16-tensor' : 'bf16', expected.bf16Tflops, tensorWanted)
+  const fp32 = axis('fp32', have.fp32Tflops, want.fp32Tflops)
+  const bandwidth = axis('bandwidth', have.bandwidthGBs, want.bandwidthGBs)
+  const tensor = want.tensorTflops === null ? null : axis(want.tensorAxis, have.bf16Tflops, want.tensorTflops)
   switch (objective) {
     case 'fp32':
       return [fp32]
@@ -286,8 +380,8 @@ function tensorTargetTflops(target: Target): number | null {
 }
 
 /** The planner's score of one candidate: the same function that ranks boxes, over the axes the objective weighs. */
-function objectiveError(objective: Objective, target: Target, expected: Expected): number {
-  return planScore({weighed: weighedAxes(objective, target, expected)})
+function objectiveError(objective: Objective, want: Wanted, have: Figures): number {
+  return planScore({weighed: weighedAxes(objective, want, have)})
 }
 
 function clamp(value: number, min: number, max: number): number {

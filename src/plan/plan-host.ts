@@ -2,6 +2,7 @@ import {matchHostModel} from '../catalog/resolve-target.js'
 import type {Catalog, HostModel} from '../catalog/types.js'
 import {HostError} from '../core/errors.js'
 import type {HostGpu} from '../host/types.js'
+import type {PlanCalibration} from './measured-throughput.js'
 import type {MigBlocker, PlanHost, ProfileOption} from './types.js'
 
 /** What the planner assumes for `--on MODEL`: an idle GPU of that model, MIG available, every slice free. */
@@ -24,9 +25,10 @@ export function planHostFromModel(model: HostModel, options: {mpsAvailable?: boo
  * What the planner knows about a probed GPU: its catalog model for the physics, and the live state
  * (free slices, ranges, MIG mode) from nvidia-smi.
  */
-export function planHostFromProbe(gpu: HostGpu, model: HostModel, options: {mpsAvailable?: boolean} = {}): PlanHost {
+export function planHostFromProbe(gpu: HostGpu, model: HostModel, options: {mpsAvailable?: boolean; calibration?: PlanCalibration | null} = {}): PlanHost {
   const base = {
     mpsAvailable: options.mpsAvailable ?? false,
+    calibration: options.calibration ?? null,
     name: gpu.name,
     index: gpu.index,
     model,

@@ -1,7 +1,7 @@
 import type {Target} from '../catalog/types.js'
 import {StateError} from '../core/errors.js'
 import {planCosplay} from './plan-cosplay.js'
-import type {GpuWideRequest, Objective, Plan, PlanConstraints, PlanHost} from './types.js'
+import type {Objective, Plan, PlanConstraints, PlanHost, PlanOptions} from './types.js'
 
 /** GPU-wide values other sessions on this GPU hold now (from its book), and who holds them. */
 export type HeldSettings = {
@@ -10,7 +10,7 @@ export type HeldSettings = {
   readonly holders: readonly string[]
 }
 
-export type PlanOnGpuOptions = GpuWideRequest & {
+export type PlanOnGpuOptions = PlanOptions & {
   /** fail instead of sharing GPU-wide settings another session holds at a different value */
   readonly strict: boolean
 }

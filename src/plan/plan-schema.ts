@@ -49,6 +49,42 @@ const expected = z.object({fp32Tflops: z.number(), bf16Tflops: z.number(), bandw
 /** signed percent, (expected - target) / target; null where the target has no such figure */
 const axisErrors = z.object({fp32Pct: z.number(), bf16Pct: z.number().nullable(), bandwidthPct: z.number(), vramPct: z.number()})
 
+/** What the plan's choice was measured against: what the cards measure, or today's datasheet arithmetic. */
+export const PLAN_BASES = ['measured', 'datasheet'] as const
+
+const referenceBasis = z.enum(['measured', 'estimated'])
+
+/**
+ * The plan in the measured basis: what the slice measures, computed from its own SMs and clock and the host's measured
+ * rates, next to what the target measures (or, without a measurement, its estimate), with the method and sources.
+ */
+const measuredBlock = z.object({
+  expected: z.object({fp32Tflops: z.number(), bf16Tflops: z.number(), bandwidthGBs: z.number()}),
+  /** bf16: the target's BF16 GEMM, or its FP16 where it has no BF16; null without tensor cores */
+  target: z.object({fp32Tflops: z.number(), bf16Tflops: z.number().nullable(), bandwidthGBs: z.number()}),
+  targetBasis: z.object({fp32: referenceBasis, bf16: referenceBasis.nullable(), bandwidth: referenceBasis}),
+  errors: z.object({fp32Pct: z.number(), bf16Pct: z.number().nullable(), bandwidthPct: z.number()}),
+  /** the methods the figures are in (src/catalog/measure-methods.ts): GEMM for both, copy for the target and for this host */
+  methods: z.object({gemm: z.string(), targetCopy: z.string(), hostCopy: z.string()}),
+  /** where each host rate comes from (the card's catalog figure, a calibration) */
+  hostRates: z.object({fp32: z.string(), bf16: z.string(), bandwidth: z.string()}),
+  targetSources: z.object({fp32: z.string(), bf16: z.string().nullable(), bandwidth: z.string()}),
+})
+
+/** Memory as the card has it (plan/memory-limits.ts). */
+const memoryBlock = z.object({
+  vramMiB: z.number(),
+  cudaTotalMiB: z.number(),
+  cudaTotalBasis: z.enum(['measured', 'assumed']),
+  hardLimitMiB: z.number().nullable(),
+  hardLimitBy: z.enum(['mps', 'mig-slice']).nullable(),
+  allocatorCapMiB: z.number(),
+  allocatableMiB: z.number(),
+  cardContextMiB: z.number().nullable(),
+  hostMpsOverheadMiB: z.number().nullable(),
+  note: z.string(),
+})
+
 /** One axis the objective weighs, with its error: so the trade the objective made is visible. */
 const weighedAxis = z.object({
   /** fp32, bf16, fp16-tensor (a target without BF16: its FP16 tensor figure, met by the host's BF16 rate), bandwidth */
@@ -83,9 +119,18 @@ export const planSchema = z.object({
   gpuWide,
   vramCapGiB: z.number(),
   vramCapMiB: z.number(),
+  /** datasheet arithmetic for the slice and clock (peaks), and its errors against the target's datasheet */
   expected,
   errors: axisErrors,
-  /** the axes the objective weighed (balanced: all of them) */
+  /** what the choice was made on (absent in plans journaled before it was recorded: datasheet) */
+  basis: z.enum(PLAN_BASES).optional(),
+  /** why the plan is on that basis */
+  basisNote: z.string().optional(),
+  /** the measured basis's figures; null where the host or the target has none */
+  measured: measuredBlock.nullable().optional(),
+  /** the session's memory limits as the card has them (absent in plans journaled before) */
+  memory: memoryBlock.optional(),
+  /** the axes the objective weighed (balanced: all of them), in the plan's basis */
   weighed: z.array(weighedAxis),
   warnings: z.array(z.string()),
 })

@@ -28,7 +28,15 @@ export function profileChoices(target: Target, host: PlanHost, preferred: Plan):
     .filter((p) => p.name !== own.profile && p.memoryGiB >= target.vramGB)
     .map((spec) => {
       // The layout is a whole GPU: every profile is free there, whatever a live GPU holds now.
-      const plan = planCosplay(target, {...host, profiles: [{...spec, free: spec.maxInstances, total: spec.maxInstances}]}, preferred.objective)
+      const plan = planCosplay(
+        target,
+        {...host, profiles: [{...spec, free: spec.maxInstances, total: spec.maxInstances}]},
+        preferred.objective,
+        {},
+        {
+          basis: preferred.basis ?? 'datasheet',
+        },
+      )
       return {choice: {profile: spec.name, plan, loss: Math.max(0, planScore(plan) - preferredScore)}, memorySlices: spec.memorySlices}
     })
     // Array.prototype.sort is stable: equal losses and sizes keep the model's order

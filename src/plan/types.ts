@@ -1,6 +1,7 @@
 import type {HostModel, MigProfileBase, MigProfileSpec} from '../catalog/types.js'
 import type {MigAvailability} from '../host/types.js'
-import type {PlanShape} from './plan-schema.js'
+import type {PlanCalibration} from './measured-throughput.js'
+import type {PLAN_BASES, PlanShape} from './plan-schema.js'
 
 export {OBJECTIVES, type Objective} from './objectives.js'
 
@@ -27,6 +28,8 @@ export type PlanHost = {
   readonly powerRangeW: {readonly min: number; readonly max: number}
   /** an MPS control daemon can be started here: sessions are shaped per slice, GPU-wide knobs stay for the whole GPU */
   readonly mpsAvailable: boolean
+  /** this GPU's calibration (gpu-cosplay calibrate), where there is one: it moves the host's measured rates */
+  readonly calibration?: PlanCalibration | null
 }
 
 /** GPU-wide settings a session on a slice may still take, because the user asked (`up --lock-clock`, `--cap-power`). */
@@ -34,6 +37,12 @@ export type GpuWideRequest = {
   readonly lockClock?: boolean
   readonly capPower?: boolean
 }
+
+/** measured: aim at what the target measures with what this host measures; datasheet: peaks against datasheets */
+export type PlanBasis = (typeof PLAN_BASES)[number]
+
+/** What the caller asks of a plan besides the objective: GPU-wide knobs, and the basis (default measured). */
+export type PlanOptions = GpuWideRequest & {readonly basis?: PlanBasis}
 
 export type MigBlocker = 'pending-reset' | 'busy'
 
@@ -50,3 +59,5 @@ export type MigChoice = NonNullable<Plan['mig']>
 export type MpsShaping = NonNullable<Plan['mps']>
 export type Expected = Plan['expected']
 export type AxisErrors = Plan['errors']
+export type MeasuredPlan = NonNullable<Plan['measured']>
+export type PlanMemory = NonNullable<Plan['memory']>

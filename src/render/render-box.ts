@@ -122,7 +122,12 @@ function sessionLines(x: SessionView, letter: string, g: GpuStatus, style: BoxSt
   const used = x.memoryUsedMiB === null ? '' : `, ${gib(x.memoryUsedMiB)} used`
   const clock = g.clockLockedMHz === null ? 'clock unlocked' : `clock ${g.clockLockedMHz} MHz${sh.clockMHz === null ? '' : ' (its lock)'}`
   const power = g.powerLimitW === null ? 'power ?' : `power ${g.powerLimitW} W${sh.powerLimitW === null ? '' : ' (its limit)'}`
-  const granted = `      ${sms}${mps}, VRAM cap ${gib(sh.vramCapMiB)}${used}`
+  // the limit the driver holds the session to (MPS pinned limit or its slice), else only the costume's cap
+  const limit =
+    sh.hardLimitMiB === null || sh.hardLimitMiB === undefined
+      ? `VRAM cap ${gib(sh.vramCapMiB)} (costume only)`
+      : `VRAM ${gib(sh.vramCapMiB)}, limit ${gib(sh.hardLimitMiB)}`
+  const granted = `      ${sms}${mps}, ${limit}${used}`
   const shares = `shares ${clock}, ${power}`
   return granted.length + shares.length + 2 <= style.cols ? [first, `${granted}; ${shares}`] : [first, granted, `      ${shares}`]
 }

@@ -1,3 +1,4 @@
+import {METHOD_LABELS} from '../catalog/measure-methods.js'
 import type {VerifyPerfResult} from '../measure/verify-perf.js'
 import type {VerifyResult} from '../measure/verify-session.js'
 import {fixed, formatTable} from './format-table.js'
@@ -13,14 +14,34 @@ export function renderVerify(r: VerifyResult): string {
 
 const AXIS_LABELS = {fp32: 'FP32 GEMM TFLOPS', bf16: 'BF16 GEMM TFLOPS', bandwidth: 'Copy GB/s (r+w)', vram: 'VRAM GiB usable'} as const
 
-/** The text view of `verify --perf`: each axis measured against the peak, the calibration and the target, then the VRAM cap, clock and samples. */
+/**
+ * The text view of `verify --perf`: each axis measured against the plan's expectations (peak, calibrated, measured)
+ * with its verdict, then against what the real card measures and by which method; then the VRAM cap, clock and samples.
+ */
 export function renderVerifyPerf(r: VerifyPerfResult): string {
-  const rows = (Object.keys(AXIS_LABELS) as (keyof typeof AXIS_LABELS)[]).map((axis) => {
+  const pct = (v: number | null | undefined) => (v === null || v === undefined ? '-' : `${v > 0 ? '+' : ''}${v.toFixed(1)}%`)
+  const axes = Object.keys(AXIS_LABELS) as (keyof typeof AXIS_LABELS)[]
+  const rows = axes.map((axis) => {
     const a = r.axes[axis]
     const d = axis === 'bandwidth' ? 0 : axis === 'vram' ? 2 : 1
     // CPU GEMMs are a few hundredths of a TFLOPS: keep their digits
     const measuredDigits = r.device.kind === 'cpu' && d === 1 ? 3 : d
-    return [AXIS_LABELS[axis], fixed(a.measured, measuredDigits), fixed(a.expectedPeak, d), fixed(a.expectedCalibrated, d), fixed(a.target, d), a.verdict]
+    const card = a.reference ? `${a.reference.basis === 'estimated' ? '~' : ''}${a.reference.value.toFixed(d)}` : '-'
+    return [
+      AXIS_LABELS[axis],
+      fixed(a.measured, measuredDigits),
+      fixed(a.expectedPeak, d),
+      fixed(a.expectedCalibrated, d),
+      fixed(a.expectedMeasured ?? null, d),
+      fixed(a.target, d),
+      a.verdict,
+      card,
+      pct(a.vsReferencePct),
+    ]
+  })
+  const methods = axes.flatMap((axis) => {
+    const ref = r.axes[axis].reference
+    return ref ? [`${AXIS_LABELS[axis]}: ${ref.basis === 'estimated' ? 'estimated, ' : ''}${METHOD_LABELS[ref.method]} (${ref.source})`] : []
   })
   const device = `${r.device.kind === 'cpu' ? 'CPU (measured on purpose, --cpu): ' : ''}${r.device.name}${r.device.driver ? `, driver ${r.device.driver}` : ''}`
   const s = r.samples.summary
@@ -43,7 +64,12 @@ export function renderVerifyPerf(r: VerifyPerfResult): string {
   return [
     `session ${r.session} on ${device}`,
     '',
-    formatTable(['AXIS', 'MEASURED', 'PEAK', 'CALIBRATED', 'TARGET', 'VERDICT'], rows),
+    formatTable(['AXIS', 'MEASURED', 'PEAK', 'CALIBRATED', 'EXPECTED', 'TARGET', 'VERDICT', 'CARD', 'VS CARD'], rows),
+    '',
+    `this session measured by ${METHOD_LABELS[r.expectation.method]}; EXPECTED is the plan's measured expectation in that method`,
+    `(VRAM: what the plan says a program can allocate), TARGET the card's datasheet, CARD what the real card measures`,
+    `(~ estimated; VRAM: what it reports to CUDA), by:`,
+    ...methods.map((m) => `  ${m}`),
     '',
     ...(cap ? [cap] : []),
     ...(clock && r.device.kind === 'cuda' ? [clock] : []),

@@ -72,7 +72,9 @@ it('serves the sessions `up --json` made, per GPU what is left, one read for two
       m.get(`gpu_cosplay_session_info{session="${session}",owner="${userInfo().username}",target="${up.target.key}",gpu="0",slice="${up.mig.profile}"}`),
     ).toBe(1)
     expect(m.get(`gpu_cosplay_session_sms{session="${session}"}`)).toBe(plan.smCount)
-    expect(m.get(`gpu_cosplay_session_memory_limit_bytes{session="${session}"}`)).toBe(plan.vramCapMiB * MiB)
+    // the limit the driver holds the session to: its MPS pinned limit, else its MIG slice
+    expect(m.get(`gpu_cosplay_session_memory_limit_bytes{session="${session}"}`)).toBe(plan.memory.hardLimitMiB * MiB)
+    expect(plan.memory.hardLimitMiB).toBe(plan.mps ? plan.mps.pinnedMemLimitMiB : Math.round(plan.mig.memoryGiB * 1024))
     expect(m.get(`gpu_cosplay_session_memory_used_bytes{session="${session}"}`)).toBe(0)
     expect(m.get(`gpu_cosplay_session_expected{session="${session}",axis="fp32_flops"}`)).toBe(Math.round(plan.expected.fp32Tflops * 1e12))
     expect(m.get(`gpu_cosplay_session_expected{session="${session}",axis="bandwidth_bytes_per_second"}`)).toBe(Math.round(plan.expected.bandwidthGBs * 1e9))

@@ -103,6 +103,7 @@ describe('plan with and without a calibration', () => {
   it('shows achievable = peak x fraction once calibrated, and says which it used', () => {
     const {env} = world()
     const before = runJson<PlanResult>(['plan', '3090', '--host-gpu', '0'], env)
+    const datasheetBefore = runJson<PlanResult>(['plan', '3090', '--host-gpu', '0', '--datasheet'], env)
     expect(before.json.achievable).toMatchObject({basis: 'peak', calibration: null, expected: {fp32Tflops: null, bf16Tflops: null, bandwidthGBs: null}})
     expect(runJson(['calibrate'], env).exitCode).toBe(0)
     const after = runJson<PlanResult>(['plan', '3090', '--host-gpu', '0'], env)
@@ -111,8 +112,13 @@ describe('plan with and without a calibration', () => {
     expect(a.basis).toBe('calibrated')
     expect(a.expected.bf16Tflops).toBeCloseTo(after.json.expected.bf16Tflops * (790 / 989.4), 0)
     expect(a.expected.bandwidthGBs).toBeCloseTo(after.json.expected.bandwidthGBs * (4300 / 4800), -1)
-    // the peak columns are what they were: the JSON only gained a field
-    expect({...after.json, achievable: undefined}).toEqual({...before.json, achievable: undefined})
+    // on datasheets the plan is what it was (the JSON only gained a field); on what cards measure, the calibration
+    // moves this host's rates (relative to the catalog's figure for this card in calibrate's own method)
+    const datasheetAfter = runJson<PlanResult>(['plan', '3090', '--host-gpu', '0', '--datasheet'], env)
+    expect({...datasheetAfter.json, achievable: undefined, measured: undefined}).toEqual({...datasheetBefore.json, achievable: undefined, measured: undefined})
+    expect(before.json.measured!.hostRates.bf16).not.toContain('calibrated')
+    expect(after.json.measured!.hostRates.bf16).toContain(`calibrated / catalog in gpu_cosplay_perf.py's method`)
+    expect(after.json.measured!.hostRates.bf16).toContain(a.calibration!.file)
     // against a catalog model there is no host to have measured
     expect(runJson<PlanResult>(['plan', '3090', '--on', 'h200'], env).json.achievable.basis).toBe('peak')
   })

@@ -32,14 +32,15 @@ describe('plan -o (the built CLI)', () => {
   })
 
   it('--mix packs several targets; the output parses', () => {
-    const {exitCode, stdout} = runCli(['plan', '3090', '--on', 'h200', '-o', 'mig-parted', '--mix', '3090x2,t4x3'])
+    // the packing goldens were made on datasheet plans (test/unit/export/render-exports.test.ts)
+    const {exitCode, stdout} = runCli(['plan', '3090', '--on', 'h200', '-o', 'mig-parted', '--mix', '3090x2,t4x3', '--datasheet'])
     expect(exitCode).toBe(0)
     expect(stdout).toBe(readFileSync(join(GOLDEN, 'h200-mix-3090x2-t4x3.mig-parted.yaml'), 'utf8'))
     expect(load(stdout)).toMatchObject({version: 'v1'})
   })
 
   it('--mix 4090x3 moves all three to 2g.35gb, where 3g.71gb fits only twice, and says so', () => {
-    const {exitCode, stdout, stderr} = runCli(['plan', '4090', '--on', 'h200', '-o', 'mig-parted', '--mix', '4090x3'])
+    const {exitCode, stdout, stderr} = runCli(['plan', '4090', '--on', 'h200', '-o', 'mig-parted', '--mix', '4090x3', '--datasheet'])
     expect({exitCode, stderr}).toEqual({exitCode: 0, stderr: ''})
     expect(stdout).toBe(readFileSync(join(GOLDEN, 'h200-mix-4090x3.mig-parted.yaml'), 'utf8'))
     expect(load(stdout)).toMatchObject({'mig-configs': {'gpu-cosplay-rtx-4090x3': [{'mig-devices': {'2g.35gb': 3}}]}})

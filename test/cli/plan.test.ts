@@ -22,16 +22,25 @@ describe('plan --on (no GPU)', () => {
     // a 1g slice shaped by MPS leaves the whole GPU's power limit alone (it would throttle every tenant)
     expect(json.powerLimitW).toBeNull()
     expect(json.gpuWide).toMatchObject({clockLock: false, powerLimit: false})
-    expect(json.mps).toMatchObject({smCount: json.smCount, pinnedMemLimitMiB: 24576 + 512})
+    // memory as the card has it: the pinned limit is what a 3090 reports to CUDA (24268 of 24576 MiB)
+    expect(json.mps).toMatchObject({smCount: json.smCount, pinnedMemLimitMiB: 24268})
+    expect(json.memory).toMatchObject({vramMiB: 24576, cudaTotalMiB: 24268, hardLimitMiB: 24268, hardLimitBy: 'mps'})
     expect(json.vramCapGiB).toBe(24)
+    expect(json.basis).toBe('measured')
+    expect(sorted(json.measured!)).toEqual(['errors', 'expected', 'hostRates', 'methods', 'target', 'targetBasis', 'targetSources'])
     expect(sorted(json.expected)).toEqual(['bandwidthGBs', 'bf16Tflops', 'fp32Tflops', 'vramGB'])
     expect(Array.isArray(json.warnings)).toBe(true)
     expect(json.warnings.every((w) => typeof w === 'string')).toBe(true)
   })
 
-  it('--match fp32 lands within 3% of the target FP32', () => {
+  it('--match fp32 lands within 3% of what the card measures; with --datasheet, of its datasheet', () => {
     const {json} = runJson<PlanResult>(['plan', '3090', '--on', 'h200', '--match', 'fp32'])
-    expect(Math.abs(json.expected.fp32Tflops - json.target.fp32Tflops) / json.target.fp32Tflops).toBeLessThanOrEqual(0.03)
+    const m = json.measured!
+    expect(m.target.fp32Tflops).toBe(24.625)
+    expect(Math.abs(m.expected.fp32Tflops - m.target.fp32Tflops) / m.target.fp32Tflops).toBeLessThanOrEqual(0.03)
+    const datasheet = runJson<PlanResult>(['plan', '3090', '--on', 'h200', '--match', 'fp32', '--datasheet']).json
+    expect(datasheet.basis).toBe('datasheet')
+    expect(Math.abs(datasheet.expected.fp32Tflops - datasheet.target.fp32Tflops) / datasheet.target.fp32Tflops).toBeLessThanOrEqual(0.03)
   })
 
   it('on a non-MIG model plans the whole GPU', () => {
@@ -51,9 +60,9 @@ describe('plan --on (no GPU)', () => {
   it('renders expected vs target with the error in % as text', () => {
     const {exitCode, stdout} = runCli(['plan', '3090', '--on', 'h200'])
     expect(exitCode).toBe(0)
-    // PEAK, ACHIEVABLE ("-": no calibration applies to a model), TARGET, ERROR
-    expect(stdout).toMatch(/FP32 TFLOPS\s+[\d.]+\s+-\s+35\.6\s+[-+][\d.]+%/)
-    expect(stdout).toContain('expectation: peak')
+    // DATASHEET, PEAK, ERROR, then MEASURED (the card), EXPECTED (this slice, measured), ERROR
+    expect(stdout).toMatch(/FP32 TFLOPS\s+35\.6\s+[\d.]+\s+[-+][\d.]+%\s+24\.6\s+[\d.]+\s+[-+][\d.]+%/)
+    expect(stdout).toContain('basis:  measured')
   })
 })
 
@@ -72,7 +81,8 @@ describe.each([1, 8])('plan --host-gpu on a simulated %i-GPU H200', (gpus) => {
 
   it('with MIG on: reads free slots live; the choice follows them, then fails with MIG_NO_FREE_SLOT', () => {
     const sim = Sim.create('h200', gpus).enableMig(last)
-    const plan = () => runJson<PlanResult>(['plan', 'l4', '--host-gpu', String(last)], sim.env())
+    // on datasheets, where an L4 takes a 2g.35gb slice (what the slots are made to hold below)
+    const plan = () => runJson<PlanResult>(['plan', 'l4', '--host-gpu', String(last), '--datasheet'], sim.env())
 
     const fresh = plan()
     expect(fresh.exitCode).toBe(0)

@@ -88,7 +88,8 @@ describe('status: the box picture', () => {
       ])
       if (cols >= 120) expect(strip).toContain(`C ${me}/rtx_3090`)
       expect(screen).toMatch(new RegExp(`A +s3 +${me} +t4 +1g\\.18gb GI \\d+ slice 0 +active`))
-      expect(screen).toMatch(/26 of 26 SMs, VRAM cap 24\.0 GiB/)
+      // the card's VRAM, and the limit the driver holds the session to (here its MIG slice: no MPS on this host)
+      expect(screen).toMatch(/26 of 26 SMs, VRAM 24\.0 GiB, limit 32\.5 GiB/)
       expect(screen).toMatch(/shares clock unlocked, power 350 W/)
       // colour on a terminal: each holder has a background of its own
       const coloured = open.screen({escapes: true})

@@ -92,7 +92,8 @@ maybe('Prometheus scrapes the sessions up --json made, and forgets one after dow
   const info = await query(api, `gpu_cosplay_session_info{session="${name}"}`)
   expect(info[0].metric).toMatchObject({owner: 'cosplayer', target: 't4', gpu: '0', slice: up.json.mig.profile})
   const limit = await query(api, `gpu_cosplay_session_memory_limit_bytes{session="${name}"}`)
-  expect(Number(limit[0].value[1])).toBe(plan.vramCapMiB * 1024 * 1024)
+  // the limit the driver enforces (MPS pinned limit, else the MIG slice), the costume's cap where there is none
+  expect(Number(limit[0].value[1])).toBe((plan.memory?.hardLimitMiB ?? plan.vramCapMiB) * 1024 * 1024)
   const fp32 = await query(api, `gpu_cosplay_session_expected{session="${name}",axis="fp32_flops"}`)
   expect(Number(fp32[0].value[1])).toBe(Math.round(plan.expected.fp32Tflops * 1e12))
   expect(Number((await query(api, 'gpu_cosplay_gpu_sessions{gpu="0"}'))[0].value[1])).toBe(1)

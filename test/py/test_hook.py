@@ -121,6 +121,36 @@ class HookTorchTest(unittest.TestCase):
         self.assertEqual(out["over"], "oom")
         self.assertEqual(out["free"], 64 * MIB)  # cap - reserved
 
+    def test_the_card_as_it_reports_itself_and_a_cap_no_higher_than_the_hard_limit(self):
+        # an RTX 3090 reports 24268 MiB to CUDA of its 24576; under MPS the allocator cap is the pinned limit
+        card = {"GPU_COSPLAY_CUDA_TOTAL_MIB": "24268", "GPU_COSPLAY_ALLOC_CAP_MIB": "24268"}
+        out = run_json(self, TORCH_PROBE, card)
+        self.assertEqual(out["prop_total"], 24268 * MIB)
+        self.assertIn("total_memory=24268MB", out["prop_repr"])
+        self.assertEqual([out["total"], out["acc"][1], out["mem_via_submodule"][1]], [24268 * MIB] * 3)
+        fr = [c for c in out["calls"] if c[0] == "set_per_process_memory_fraction"]
+        self.assertAlmostEqual(fr[0][1], 24268 / 40448.0, places=9)
+        # without MPS: the cap is the card less a context, and torch refuses past it; free never reads above it
+        out = run_json(self, """
+            import torch
+            torch.cuda.get_device_name(0)
+            out = {'total': torch.cuda.get_device_properties(0).total_memory}
+            torch.cuda.allocate(23865 * 1024 * 1024 - 32 * 1024 * 1024)
+            try:
+                torch.cuda.allocate(64 * 1024 * 1024)
+                out['over'] = 'allocated'
+            except torch.OutOfMemoryError:
+                out['over'] = 'oom'
+            out['free'] = torch.cuda.mem_get_info()[0]
+            torch.cuda.set_per_process_memory_fraction(1.0, 0)
+            out['user_fraction'] = torch.cuda.calls[-1][1]
+        """, {"GPU_COSPLAY_CUDA_TOTAL_MIB": "24268", "GPU_COSPLAY_ALLOC_CAP_MIB": "23865"})
+        self.assertEqual(out["total"], 24268 * MIB)
+        self.assertEqual(out["over"], "oom")
+        self.assertEqual(out["free"], 32 * MIB)
+        # a user's "all of it" is all the card reports, but never past the cap
+        self.assertAlmostEqual(out["user_fraction"], 23865 / 40448.0, places=9)
+
     def test_fallback_without_lazy_call(self):
         out = run_json(self, TORCH_PROBE, {"STUB_TORCH_NO_LAZY_CALL": "1"})
         fr = [c for c in out["calls"] if c[0] == "set_per_process_memory_fraction"]
@@ -340,6 +370,16 @@ class EnvModuleTest(unittest.TestCase):
         c = e.load({"GPU_COSPLAY_NAME": "NVIDIA Tesla T4", "GPU_COSPLAY_VRAM_GB": "16"})
         self.assertEqual(c.vram_mib, 16384)
         self.assertEqual(c.report_dir, "/workspace/.gpu-cosplay")
+        # an older host tool: one figure for all three
+        self.assertEqual([c.cuda_total_mib, c.alloc_cap_mib], [16384, 16384])
+        base = {"GPU_COSPLAY_NAME": "Tesla T4", "GPU_COSPLAY_VRAM_MIB": "16384", "GPU_COSPLAY_PHYS_VRAM_MIB": "32768"}
+        c = e.load(dict(base, GPU_COSPLAY_CUDA_TOTAL_MIB="15095", GPU_COSPLAY_ALLOC_CAP_MIB="14692"))
+        self.assertEqual([c.cap_bytes, c.cuda_total_bytes, c.alloc_cap_bytes], [16384 * MIB, 15095 * MIB, 14692 * MIB])
+        # JAX and CuPy get the allocator cap, not the card's VRAM
+        self.assertEqual(dict(e.framework_env_for(c))["CUPY_GPU_MEMORY_LIMIT"], str(14692 * MIB))
+        # a cap above what the card reports, or a total above its VRAM, is clamped, never trusted
+        c = e.load(dict(base, GPU_COSPLAY_CUDA_TOTAL_MIB="99999", GPU_COSPLAY_ALLOC_CAP_MIB="99999"))
+        self.assertEqual([c.cuda_total_mib, c.alloc_cap_mib], [16384, 16384])
 
     def test_cli(self):
         p = subprocess.run([sys.executable, os.path.join(HOOKS, "gpu_cosplay_env.py")],

@@ -3,7 +3,8 @@ import {gpuState} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
 
-// A GTX 1650 wants the clock locked low (~735 MHz on a 1g slice); an RTX 3060 wants a different lock.
+// A GTX 1650 wants the clock locked low (~945 MHz on a 1g slice for the ~3 TFLOPS it measures: 16 H200 SMs measure
+// 6.2 at 1980 MHz); an RTX 3060 wants a different lock.
 // Clock and power act on the whole GPU, so the second session must share what the first set, or refuse.
 describe('two sessions with different clock plans on one GPU', () => {
   function firstSession() {
@@ -13,7 +14,7 @@ describe('two sessions with different clock plans on one GPU', () => {
     const first = runJson(['up', '1650', '--match', 'fp32', '--no-container', '--name', 'first'], env)
     expect(first.exitCode).toBe(0)
     expect(first.json.clockMHz).toBeGreaterThan(600)
-    expect(first.json.clockMHz).toBeLessThan(850)
+    expect(first.json.clockMHz).toBeLessThan(1000)
     return {sim, env, before, lockMHz: first.json.clockMHz as number}
   }
 

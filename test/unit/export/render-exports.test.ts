@@ -8,6 +8,7 @@ import {DaemonSet} from 'kubernetes-models/apps/v1'
 
 import {exportInput, exportPlan, type ExportOptions} from '../../../src/export/export-plan.js'
 import {costumeEnv} from '../../../src/plan/costume-env.js'
+import type {PlanBasis} from '../../../src/plan/types.js'
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
 import {builtinCatalog, hostModel, target} from '../plan/catalog-for-tests.js'
@@ -16,10 +17,10 @@ import {golden, parseMigParted, parseSlurmBundle, yamlDocuments} from './export-
 
 const IMAGE = 'gpu-cosplay:0.1.0'
 
-function exported(targetName: string, hostName: string, options: Omit<ExportOptions, 'image'> & {image?: string}): string {
+function exported(targetName: string, hostName: string, options: Omit<ExportOptions, 'image'> & {image?: string}, basis?: PlanBasis): string {
   const host = planHostFromModel(hostModel(hostName))
   const t = target(targetName)
-  return exportPlan(builtinCatalog(), host, t, planCosplay(t, host), {image: IMAGE, ...options})
+  return exportPlan(builtinCatalog(), host, t, planCosplay(t, host, 'balanced', {}, {basis}), {image: IMAGE, ...options})
 }
 
 const h200Plan = () => planCosplay(target('3090'), planHostFromModel(hostModel('h200')))
@@ -183,26 +184,36 @@ describe('plan 3090 --on h200, exported', () => {
   })
 })
 
+// The packing is checked on datasheet plans (plan --datasheet), whose layouts these goldens were made from; a mix
+// keeps the basis of the command's own plan (the last case).
 describe('--mix', () => {
   it('packs 3090x2,t4x3 onto one H200 (golden) and the spec parses', () => {
-    const text = exported('3090', 'h200', {format: 'mig-parted', mix: '3090x2,t4x3'})
+    const text = exported('3090', 'h200', {format: 'mig-parted', mix: '3090x2,t4x3'}, 'datasheet')
     expect(text).toBe(golden('h200-mix-3090x2-t4x3.mig-parted.yaml', text))
     const spec = parseMigParted(text)
-    const profileOf = (name: string) => planCosplay(target(name), planHostFromModel(hostModel('h200'))).mig!.profile
+    const profileOf = (name: string) => planCosplay(target(name), planHostFromModel(hostModel('h200')), 'balanced', {}, {basis: 'datasheet'}).mig!.profile
     expect(spec['mig-configs']['gpu-cosplay-rtx-3090x2-t4x3'][0]['mig-devices']).toEqual({[profileOf('t4')]: 3, [profileOf('3090')]: 2})
   })
 
   it('gives 4090x3 the closest profile all three fit in (2g.35gb, not 3g.71gb twice), and says what it lost (golden)', () => {
-    expect(planCosplay(target('4090'), planHostFromModel(hostModel('h200'))).mig!.profile).toBe('3g.71gb')
-    const text = exported('4090', 'h200', {format: 'mig-parted', mix: '4090x3'})
+    expect(planCosplay(target('4090'), planHostFromModel(hostModel('h200')), 'balanced', {}, {basis: 'datasheet'}).mig!.profile).toBe('3g.71gb')
+    const text = exported('4090', 'h200', {format: 'mig-parted', mix: '4090x3'}, 'datasheet')
     expect(text).toBe(golden('h200-mix-4090x3.mig-parted.yaml', text))
     expect(parseMigParted(text)['mig-configs']['gpu-cosplay-rtx-4090x3'][0]['mig-devices']).toEqual({'2g.35gb': 3})
     expect(text).toMatch(/^# .*2g\.35gb instead of 3g\.71gb \(FP32 -\d/m)
   })
 
   it('packs a mix of several targets as a whole: a40 keeps 3g.71gb, 4090 and l4 share the rest', () => {
-    const text = exported('4090', 'h200', {format: 'mig-parted', mix: 'a40,l4'})
+    const text = exported('4090', 'h200', {format: 'mig-parted', mix: 'a40,l4'}, 'datasheet')
     expect(parseMigParted(text)['mig-configs']['gpu-cosplay-rtx-4090x1-a40x1-l4x1'][0]['mig-devices']).toEqual({'2g.35gb': 2, '3g.71gb': 1})
+  })
+
+  it("plans the mix's other targets on the basis of the command's own plan", () => {
+    const profileOf = (name: string) => planCosplay(target(name), planHostFromModel(hostModel('h200'))).mig!.profile
+    const measured = parseMigParted(exported('3090', 'h200', {format: 'mig-parted', mix: '3090,t4'}))
+    expect(measured['mig-configs']['gpu-cosplay-rtx-3090x1-t4x1'][0]['mig-devices']).toEqual({[profileOf('t4')]: 1, [profileOf('3090')]: 1})
+    const datasheet = exported('3090', 'h200', {format: 'mig-parted', mix: '3090,t4'}, 'datasheet')
+    expect(datasheet).not.toBe(exported('3090', 'h200', {format: 'mig-parted', mix: '3090,t4'}))
   })
 
   it("counts the command's own target once when the mix does not name it", () => {

@@ -4,6 +4,7 @@ import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
 import type {Calibration} from '../../../src/host/calibration-file.js'
 import {hostModel, target} from './catalog-for-tests.js'
+import {measuredReference} from './reference-for-tests.js'
 
 describe('calibrationFigures', () => {
   // Known measurements (design.md section 6): 8192^3 BF16 GEMM and a device copy counting read + write.
@@ -62,15 +63,16 @@ describe('achievableFor', () => {
     expect(a.errors.fp32Pct).toBeNull()
   })
 
-  it('compares like with like where the target has an achieved figure too', () => {
-    const a = achievableFor(plan, calibration({fp32: 0.78, bf16: 0.8, bandwidth: 0.9}), {fp32: 0.66, source: 'test'})
+  it('compares like with like where the target has a measured figure too (an estimate is no measurement)', () => {
+    const reference = measuredReference({fp32: 23.5})
+    const a = achievableFor(plan, calibration({fp32: 0.78, bf16: 0.8, bandwidth: 0.9}), reference)
     expect(a.targetAchieved).toEqual(['fp32'])
-    expect(a.target.fp32Tflops).toBeCloseTo(plan.target.fp32Tflops * 0.66, 1)
-    const want = ((plan.expected.fp32Tflops * 0.78) / (plan.target.fp32Tflops * 0.66) - 1) * 100
+    expect(a.target.fp32Tflops).toBe(23.5)
+    const want = ((plan.expected.fp32Tflops * 0.78) / 23.5 - 1) * 100
     expect(a.errors.fp32Pct).toBeCloseTo(want, 0)
     expect(a.errors.bf16Pct).toBeNull()
-    // uncalibrated host: the target's achieved figure is not used (peak vs datasheet stays like with like)
-    expect(achievableFor(plan, {status: 'model'}, {fp32: 0.66, source: 'test'}).targetAchieved).toEqual([])
+    // uncalibrated host: the target's measured figure is not used (peak vs datasheet stays like with like)
+    expect(achievableFor(plan, {status: 'model'}, reference).targetAchieved).toEqual([])
   })
 })
 
@@ -79,7 +81,7 @@ describe('plan and verify --perf agree', () => {
     const {expectationsFromPlan, perfReport} = await import('../../../src/plan/perf-verdict.js')
     const plan = planCosplay(target('4090'), planHostFromModel(hostModel('h200')))
     const fractions = {fp32: 0.777, bf16: 0.8123, bandwidth: 0.8957}
-    const achieved = {source: 'test', fp32: 0.81, bf16: 0.77, bandwidth: 0.88}
+    const achieved = measuredReference({fp32: 66.9, bf16: 127.2, bandwidth: 887})
     const a = achievableFor(plan, calibration(fractions), achieved)
     const measured = {measured: 1, unit: 'x'}
     const vram = {measured: 23.875, unit: 'GiB', capGiB: 24, underCapOk: true, overCapRefused: true, hard: null}

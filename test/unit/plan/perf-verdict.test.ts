@@ -1,8 +1,13 @@
+import {readFileSync} from 'node:fs'
+import {join} from 'node:path'
+
 import type {PerfMeasurement} from '../../../src/host/perf-measurement.js'
+import {hostRatesOf, measuredAt} from '../../../src/plan/measured-throughput.js'
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
-import {bandVerdict, expectationsFromPlan, PERF_AXES, perfReport, type PerfExpectations} from '../../../src/plan/perf-verdict.js'
+import {bandVerdict, expectationsFromPlan, PERF_AXES, perfReport, type PerfExpectations, sessionMethodRatio} from '../../../src/plan/perf-verdict.js'
 import {hostModel, target} from './catalog-for-tests.js'
+import {measuredReference} from './reference-for-tests.js'
 
 const EXPECTATIONS: PerfExpectations = {
   hostModel: 'h200_sxm',
@@ -61,7 +66,17 @@ describe('perfReport', () => {
     expect(Object.keys(r).sort()).toEqual(['axes', 'clock', 'device', 'expectation', 'samples', 'vramCap'])
     expect(Object.keys(r.axes)).toEqual([...PERF_AXES])
     for (const axis of PERF_AXES) {
-      expect(Object.keys(r.axes[axis]).sort()).toEqual(['expectedCalibrated', 'expectedPeak', 'measured', 'target', 'unit', 'verdict'])
+      expect(Object.keys(r.axes[axis]).sort()).toEqual([
+        'expectedCalibrated',
+        'expectedMeasured',
+        'expectedPeak',
+        'measured',
+        'reference',
+        'target',
+        'unit',
+        'verdict',
+        'vsReferencePct',
+      ])
     }
     expect(r.device).toEqual({name: 'NVIDIA GeForce RTX 3090', kind: 'cuda', driver: '550.90.12'})
   })
@@ -69,7 +84,17 @@ describe('perfReport', () => {
   it('without a calibration holds each axis to the peak', () => {
     const r = perfReport(measurement({bf16: 240, bandwidth: 1080}), EXPECTATIONS, null)
     expect(r.expectation.basis).toBe('peak')
-    expect(r.axes.bf16).toEqual({measured: 240, unit: 'TFLOPS', expectedPeak: 300, expectedCalibrated: null, target: 71.2, verdict: 'WARN'})
+    expect(r.axes.bf16).toEqual({
+      measured: 240,
+      unit: 'TFLOPS',
+      expectedPeak: 300,
+      expectedCalibrated: null,
+      expectedMeasured: null,
+      target: 71.2,
+      reference: null,
+      vsReferencePct: null,
+      verdict: 'WARN',
+    })
     expect(r.axes.bandwidth.verdict).toBe('PASS')
     expect(r.axes.fp32.verdict).toBe('PASS')
   })
@@ -93,8 +118,8 @@ describe('perfReport', () => {
     expect(r.axes.bf16.verdict).toBe('FAIL')
   })
 
-  it('compares the target like with like: its achieved figure only when this host is calibrated', () => {
-    const fraction = {fp32: 0.66, source: 'test'}
+  it('compares the target like with like: its measured figure only when this host is calibrated', () => {
+    const fraction = measuredReference({fp32: 23.48})
     expect(perfReport(measurement(), EXPECTATIONS, null, fraction).axes.fp32.target).toBe(35.58)
     const calibrated = perfReport(measurement(), EXPECTATIONS, {fp32: 0.78, bf16: 0.8, bandwidth: 0.9}, fraction)
     expect(calibrated.axes.fp32.target).toBeCloseTo(23.48, 2)
@@ -171,9 +196,83 @@ describe('expectationsFromPlan', () => {
       hostModel: 'h200_sxm',
       effectiveClockMHz: plan.effectiveClockMHz,
       hardCapPlanned: plan.mps !== null,
+      measured: plan.measured!.expected,
+      allocatableGiB: Math.round((plan.memory!.allocatableMiB / 1024) * 1000) / 1000,
       targetKey: 'rtx_3090',
       peak: {fp32Tflops: plan.expected.fp32Tflops, bf16Tflops: plan.expected.bf16Tflops, bandwidthGBs: plan.expected.bandwidthGBs, vramGiB: 24},
       target: {fp32Tflops: plan.target.fp32Tflops, bf16Tflops: plan.target.bf16Tflops, bandwidthGBs: plan.target.bandwidthGBs, vramGB: 24},
     })
+  })
+})
+
+describe('verify --perf against the real card', () => {
+  const model = hostModel('h200')
+  const rates = hostRatesOf(model)!
+  const fixture = (name: string) => JSON.parse(readFileSync(join(process.cwd(), 'test', 'fixtures', 'perf', name), 'utf8')) as PerfMeasurement
+
+  it("restates the plan's measured expectation in the session's method, by the host card's figures in both", () => {
+    const ratio = sessionMethodRatio(model.measuredRates)
+    // FP32 by gpu_cosplay_perf.py over torch.mm best-of-sizes; BF16 by the MPS sweep (full clock); copy is already in it
+    expect(ratio.fp32).toBeCloseTo(51.24 / 51.34, 6)
+    expect(ratio.bf16).toBeCloseTo(775.1 / 790.29, 6)
+    expect(ratio.bandwidth).toBe(1)
+    expect(sessionMethodRatio(undefined)).toEqual({fp32: null, bf16: null, bandwidth: null})
+  })
+
+  it("holds this project's H200 MPS run (66 SMs, 16 GiB pinned) to a plan of its SMs and limit: BF16 within 4%", () => {
+    const m = fixture('h200-mps50-pinned16g.json')
+    const measured = measuredAt(model, rates, 66, 1980, model.bandwidthGBs)
+    const e: PerfExpectations = {
+      ...EXPECTATIONS,
+      effectiveClockMHz: 1980,
+      tensorClockMaxMHz: 1830,
+      hardCapPlanned: true,
+      measured,
+      allocatableGiB: (16384 - 403) / 1024,
+    }
+    const r = perfReport(m, e, null, target('3090').reference, model.measuredRates)
+    expect(r.expectation.basis).toBe('measured')
+    // it held 1920 MHz, above the 1830 MHz tensor clock: no scaling for BF16 (FP32 runs at the SM clock)
+    expect([r.clock.factor.bf16, r.clock.factor.fp32]).toEqual([1, 1])
+    // the sweep (another run) and this session (another method) agree on BF16 with 66 SMs
+    expect(Math.abs(m.axes.bf16.measured! / r.axes.bf16.expectedMeasured! - 1)).toBeLessThan(0.04)
+    expect(r.axes.bf16.verdict).toBe('PASS')
+    // a 4096^3 FP32 GEMM on 66 SMs (the size the session could afford) reads 15% under the whole-GPU share: a WARN, said
+    expect(r.axes.fp32.verdict).toBe('WARN')
+    expect(r.axes.vram.verdict).toBe('PASS')
+  })
+
+  it('counts the clock a BF16 run held only below the tensor clock: the whole-GPU run at 1492 MHz passes', () => {
+    const m = fixture('h200-whole-gpu.json')
+    const e: PerfExpectations = {...EXPECTATIONS, effectiveClockMHz: 1980, tensorClockMaxMHz: 1830, measured: measuredAt(model, rates, 132, 1980, 4800)}
+    const r = perfReport(m, e, null, undefined, model.measuredRates)
+    expect(r.clock.factor.bf16).toBeCloseTo(1492.5 / 1830, 3)
+    expect(r.axes.bf16.verdict).toBe('PASS')
+    // without the tensor clock the same run would be held to 1492 / 1980 of the figure, and warn
+    expect(perfReport(m, {...e, tensorClockMaxMHz: undefined}, null, undefined, model.measuredRates).axes.bf16.verdict).toBe('WARN')
+  })
+
+  it("puts each axis beside what the real card measures, by the card's method, and says the methods differ", () => {
+    const m = fixture('h200-whole-gpu.json')
+    const r = perfReport(
+      m,
+      {...EXPECTATIONS, measured: {fp32Tflops: 51.34, bf16Tflops: 790.3, bandwidthGBs: 4270}},
+      null,
+      target('3090').reference,
+      model.measuredRates,
+    )
+    expect(r.axes.fp32.reference).toEqual({value: 24.625, basis: 'measured', method: 'matmul-best-of-sizes', source: expect.stringContaining('zzc0721')})
+    expect(r.axes.fp32.vsReferencePct).toBeCloseTo((51.24 / 24.625 - 1) * 100, 1)
+    expect(r.axes.bandwidth.reference).toMatchObject({value: 831, method: 'copy-2x-time'})
+    expect(r.axes.vram.reference).toMatchObject({value: Math.round((24268 / 1024) * 1000) / 1000, method: 'device-properties'})
+    expect(r.expectation.method).toBe('cosplay-perf')
+    expect(r.expectation.note).toMatch(/a method apart/)
+  })
+
+  it('holds the VRAM axis to what the plan says a program can allocate, not the card size', () => {
+    const vram = {measured: 23.3, capGiB: 23.7, underCapOk: false, overCapRefused: true, hard: true}
+    const e = {...EXPECTATIONS, allocatableGiB: 23.3}
+    expect(perfReport(measurement({vram}), e, null).axes.vram).toMatchObject({expectedMeasured: 23.3, verdict: 'PASS'})
+    expect(perfReport(measurement({vram: {...vram, measured: 19}}), e, null).axes.vram.verdict).toBe('WARN')
   })
 })

@@ -1,12 +1,17 @@
 import type {HostModel, Target} from '../../../src/catalog/types.js'
-import {planCosplay} from '../../../src/plan/plan-cosplay.js'
+import {planCosplay as planInBasis} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
 import {fp32TflopsAt} from '../../../src/plan/throughput.js'
-import type {PlanHost} from '../../../src/plan/types.js'
+import type {Objective, PlanConstraints, PlanHost} from '../../../src/plan/types.js'
 import {thrown} from '../support/thrown.js'
 import {builtinCatalog, hostModel, target} from './catalog-for-tests.js'
 
 const MIG_HOSTS = ['h200', 'h100-sxm', 'h100-pcie', 'a100-80g', 'a100-40g', 'a30']
+
+// The planner's physics against datasheets, as before the measured basis (plan --datasheet keeps it);
+// test/unit/plan/plan-measured.test.ts holds the default, measured basis.
+const planCosplay = (t: Target, host: PlanHost, objective: Objective = 'balanced', constraints: PlanConstraints = {}) =>
+  planInBasis(t, host, objective, constraints, {basis: 'datasheet'})
 
 /** Can some profile that holds the target's VRAM reach its FP32 within the host's clock range? */
 function fp32Reachable(t: Target, model: HostModel): boolean {

@@ -13,7 +13,7 @@ describe('profileChoices', () => {
 
   it('4090 on h200: its own plan first, then every profile that holds 24 GiB, closest first', () => {
     const {preferred, choices} = on('4090', 'h200')
-    expect(choices[0]).toEqual({profile: '3g.71gb', plan: preferred, loss: 0})
+    expect(choices[0]).toEqual({profile: preferred.mig!.profile, plan: preferred, loss: 0})
     expect(choices.map((c) => c.profile).sort()).toEqual(['1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb'])
     const losses = choices.slice(1).map((c) => c.loss)
     expect(losses).toEqual([...losses].sort((a, b) => a - b))
@@ -38,7 +38,11 @@ describe('versusPreferred', () => {
     expect(versusPreferred(preferred, preferred).map((a) => a.errorPct)).toEqual(preferred.weighed.map(() => 0))
     const smaller = planCosplay(target('4090'), {...host, profiles: host.profiles!.filter((p) => p.name === '2g.35gb')})
     const fp32 = versusPreferred(smaller, preferred).find((a) => a.axis === 'fp32')!
-    expect(fp32).toMatchObject({target: preferred.expected.fp32Tflops, expected: smaller.expected.fp32Tflops})
-    expect(fp32.errorPct).toBeCloseTo((smaller.expected.fp32Tflops / preferred.expected.fp32Tflops - 1) * 100, 1)
+    // in the plan's basis (measured by default): what each plan expects of its slice, not the target's figure
+    const mine = smaller.weighed.find((a) => a.axis === 'fp32')!.expected
+    const theirs = preferred.weighed.find((a) => a.axis === 'fp32')!.expected
+    expect([mine, theirs]).toEqual([smaller.measured!.expected.fp32Tflops, preferred.measured!.expected.fp32Tflops])
+    expect(fp32).toMatchObject({target: theirs, expected: mine})
+    expect(fp32.errorPct).toBeCloseTo((mine / theirs - 1) * 100, 1)
   })
 })
