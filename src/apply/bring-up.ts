@@ -7,7 +7,9 @@ import {pickGpu} from '../host/pick-gpu.js'
 import type {HostGpu} from '../host/types.js'
 import {hostModelFor, planHostFromProbe} from '../plan/plan-host.js'
 import {planOnGpu} from '../plan/plan-on-gpu.js'
-import type {GpuWideRequest, Objective, Plan} from '../plan/types.js'
+import type {GpuWideRequest, Objective, Plan, PlanBasis} from '../plan/types.js'
+import type {PlanCalibration} from '../plan/measured-throughput.js'
+import {readCalibration} from '../host/calibration-file.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
 import {type GpuBook, heldSettings, newSessionBase, type SessionRecord} from './gpu-book.js'
@@ -45,6 +47,8 @@ export type UpRequest = {
   readonly beforeChanges?: () => Promise<void>
   /** steps of later layers (the container), run once the instance exists (before the GPU-wide settings), in the same journal */
   readonly extraSteps?: (session: SessionRecord, live: HostGpu) => PlannedStep[]
+  /** what the plan matches: what the target measures (default) or its datasheet (up --datasheet) */
+  readonly basis?: PlanBasis
   /** the session ends by itself this long after it is recorded (core/session-policy.ts resolveTtlMs); null or absent: never */
   readonly ttlMs?: number | null
   /** the owner's quota (core/session-policy.ts quotaFor); null or absent: none (root, or a box without quotas) */
@@ -119,11 +123,14 @@ async function bringUpLocked(
   beforeChanges: () => Promise<void>,
 ): Promise<ActiveSession> {
   const {book, persist} = open
-  const host = planHostFromProbe(open.live, hostModelFor(deps.catalog, open.live), {mpsAvailable: request.mpsAvailable})
+  const model = hostModelFor(deps.catalog, open.live)
+  // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
+  const calibration = calibrationOf(deps.stateDir, model.key, open.live.driverVersion ?? null)
+  const host = planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration})
   const quota = request.quota ?? null
   // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
   if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, book), 0)
-  const plan = planOnGpu(request.target, host, request.objective, heldSettings(book), {strict: request.strict, ...request.gpuWide})
+  const plan = planOnGpu(request.target, host, request.objective, heldSettings(book), {strict: request.strict, ...request.gpuWide, basis: request.basis})
   await beforeChanges()
   const base = newSessionBase(name, request)
   const session: SessionRecord = {
@@ -227,4 +234,11 @@ async function migUuidOf(gpu: GpuControl, live: HostGpu, session: SessionRecord,
     )
   }
   return mine.uuid
+}
+
+/** The calibration `calibrate` left for this host model and driver (a stale or damaged one fails, as in `plan`). */
+function calibrationOf(stateDir: string, model: string, driver: string | null): PlanCalibration | null {
+  if (driver === null) return null
+  const found = readCalibration(stateDir, model, driver)
+  return found && {fractions: found.calibration.fractions, file: found.file, driver: found.calibration.driver}
 }

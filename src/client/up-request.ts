@@ -27,6 +27,7 @@ export async function upRequestFrom(gpu: string, flags: UpFlags, memberKey: Memb
     target: gpu,
     hostGpu: flags['host-gpu'],
     match: flags.match as RequestOf<'up'>['match'],
+    basis: flags.datasheet === true ? 'datasheet' : 'measured',
     name: flags.name ?? null,
     // oclif leaves a boolean flag that was not given undefined
     strict: flags.strict === true,

@@ -44,6 +44,7 @@ export type UpResult = {
 export type UpFlags = PlanFlags &
   ContainerFlags & {
     readonly name?: string
+    readonly datasheet?: boolean
     readonly 'no-container': boolean
     readonly ttl?: string
     readonly wait?: boolean
@@ -87,6 +88,7 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
     target,
     hostGpu: request.hostGpu,
     objective: request.match as Objective,
+    basis: request.basis,
     strict: request.strict,
     name: request.name,
     owner: ctx.owner,

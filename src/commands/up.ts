@@ -28,6 +28,7 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     name: Flags.string({description: 'session name (default: <user>-<target>)'}),
     'no-container': Flags.boolean({description: 'only prepare the GPU; print the variables your own workload needs'}),
     strict: Flags.boolean({description: 'fail instead of sharing a clock or power limit another session holds'}),
+    datasheet: Flags.boolean({description: "match datasheet peaks against the target's datasheet (as plan --datasheet), not what the card measures"}),
     'no-mps': Flags.boolean({
       description:
         'shape the session without MPS (no daemon, no SM share or pinned memory limit), as on a host without the MPS control binary; the plan says what the session gets then',

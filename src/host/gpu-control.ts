@@ -56,8 +56,8 @@ export class SmiGpuControl implements GpuControl {
   async probeGpu(id: string | number, options: GpuProbeOptions = {}): Promise<HostGpu> {
     try {
       const index = typeof id === 'number' ? id : (options.index ?? (await this.indexOf(id)))
-      const [gpu] = (await probeHost(this.smi, {...options, only: id, index})).gpus
-      return gpu
+      const probe = await probeHost(this.smi, {...options, only: id, index})
+      return {...probe.gpus[0], driverVersion: probe.driverVersion}
     } catch (error) {
       if (isSmiError(error, 'NO_GPU') || (error instanceof HostError && error.code === 'NO_GPU')) {
         throw new HostError('GPU_GONE', `GPU ${id} is no longer listed by nvidia-smi`, {

@@ -81,6 +81,8 @@ export type HostGpu = {
   readonly gpuInstances: readonly GpuInstance[]
   readonly processes: readonly GpuProcess[]
   readonly unavailable: readonly string[]
+  /** the driver that printed it, where the read says (a calibration is per host model and driver) */
+  readonly driverVersion?: string | null
 }
 
 export type HostProbe = {

@@ -69,6 +69,8 @@ export const upRequestSchema = op('up', {
   target: text(128).min(1),
   hostGpu: z.number().int().min(0).max(255),
   match: z.enum(['fp32', 'bf16', 'bandwidth', 'balanced']),
+  /** what the plan matches: what the target card measures (absent: that), or its datasheet */
+  basis: z.enum(['measured', 'datasheet']).optional(),
   name: sessionName.nullable(),
   strict: z.boolean(),
   noMps: z.boolean(),

@@ -13,6 +13,7 @@ const up = {
   target: '3090',
   hostGpu: 0,
   match: 'balanced',
+  basis: 'measured',
   name: null,
   strict: false,
   noMps: false,
