@@ -14,7 +14,7 @@ import type {ContainerOptions} from './session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from './ssh-keys.js'
 
 /** What `up` asks for; the image, its reference and the authorized keys are settled here. */
-export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges'> & {
+export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges' | 'privateOwner'> & {
   /** the image the user asked for; null: the default cosplay image */
   readonly imageRef: string | null
   /** `up --sudo` (already checked against the box's configuration) */
@@ -99,6 +99,9 @@ export async function prepareContainer(
       workspace: input.workspace,
       volumes: input.volumes,
       env: input.env,
+      stateDir: input.stateDir,
+      // the session's private files are the key's: root's in the engine, else the user's own
+      privateOwner: !forCaller && process.getuid?.() === 0 && input.keyOwner.uid !== 0 ? input.keyOwner : null,
       sshPort,
       sshBind: input.sshBind,
       shmSizeBytes: input.shmSizeBytes,

@@ -12,6 +12,7 @@ import type {HostGpu} from '../host/types.js'
 import {costumeEnv} from '../plan/costume-env.js'
 import type {ContainerPrivileges} from './container-privileges.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
+import {sessionEnvFileOf} from './session-env-file.js'
 import {physicalMiBOf} from '../plan/physical-memory.js'
 
 /** Where a BYO image gets the entrypoint and hooks bind-mounted (the same paths the cosplay image uses). */
@@ -30,7 +31,15 @@ export type ContainerOptions = {
   readonly workspace: string
   /** extra 'host:container[:ro]' binds */
   readonly volumes: readonly string[]
+  /**
+   * the user's --env values: never in the container's Config.Env (the root entrypoint reads it); they reach the session
+   * user's shells through user-env.ts and `gpu-cosplay exec` through session-env-file.ts
+   */
   readonly env: Readonly<Record<string, string>>
+  /** where the session's private files go (its --env values for exec: session-env-file.ts) */
+  readonly stateDir: string
+  /** their owner when root writes them for a user outside the engine; null: this process (root's, in the engine) */
+  readonly privateOwner: {readonly uid: number; readonly gid: number} | null
   /** host port for sshd (0: the engine picks one; null: the image has no sshd, sessions go through docker exec) */
   readonly sshPort: number | null
   readonly sshBind: string
@@ -53,14 +62,16 @@ export function containerNameFor(session: string): string {
 export const REDACTED = '(not recorded)'
 
 /**
- * The step list `up` hands to bringUp as extraSteps. The journal records the spec with the user's --env
- * values redacted (undo needs only the name and labels); the live run starts the container with the real ones.
+ * The step list `up` hands to bringUp as extraSteps. The journal records the user's --env values redacted (undo needs
+ * only the file they are kept in, the name and the labels); the live run writes the real ones to that file.
  */
 export function containerSteps(options: ContainerOptions, impl: PlannedStep['impl']): (session: SessionRecord, live: HostGpu) => PlannedStep[] {
   return (session, live) => {
     const spec = containerSpecFor(session, live, options)
-    const recorded = {...spec, env: {...spec.env}}
-    for (const [key, value] of Object.entries(options.env)) if (spec.env[key] === value) recorded.env[key] = REDACTED
+    const hasEnv = Object.keys(options.env).length > 0
+    const envFile = sessionEnvFileOf(options.stateDir, session.owner.uid, session.name)
+    const userEnv = (values: Readonly<Record<string, string>>) => (hasEnv ? {userEnv: {file: envFile, owner: options.privateOwner, values}} : {})
+    const redacted = Object.fromEntries(Object.keys(options.env).map((name) => [name, REDACTED]))
     const access: ContainerAccess = {
       user: containerUserName(options.owner.user),
       uid: options.owner.uid,
@@ -70,8 +81,11 @@ export function containerSteps(options: ContainerOptions, impl: PlannedStep['imp
       unprivileged: options.privileges.unprivileged,
     }
     const imageRef = options.imageRef
-    const withSecrets: PlannedStep['impl'] = {...impl, apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access, imageRef}, prior)}
-    return [{impl: withSecrets, params: {spec: recorded, access, imageRef}}]
+    const withSecrets: PlannedStep['impl'] = {
+      ...impl,
+      apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access, imageRef, ...userEnv(options.env)}, prior),
+    }
+    return [{impl: withSecrets, params: {spec, access, imageRef, ...userEnv(redacted)}}]
   }
 }
 
@@ -81,17 +95,15 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
   const device = session.mig?.uuid ?? live.uuid
   const user = containerUserName(o.owner.user)
   const privileges = o.privileges
+  // gpu-cosplay's own values only: PID 1 and the root entrypoint see Config.Env, so nothing of the user's goes here
   const env: Record<string, string> = {
     ...costumeEnv(plan, {hasTf32: o.hasTf32}, physicalMiB, session.name),
-    ...o.env,
     ...privileges.env,
     NVIDIA_VISIBLE_DEVICES: device,
     GPU_COSPLAY_USER: user,
     GPU_COSPLAY_UID: String(o.owner.uid),
     GPU_COSPLAY_GID: String(o.owner.gid),
     GPU_COSPLAY_SSH_PUBKEY: o.authorizedKeys.join('\n'),
-    // which names came from --env, so the entrypoint hands exactly those (and its own) to ssh sessions
-    GPU_COSPLAY_USER_ENV_NAMES: Object.keys(o.env).join(' '),
     ...mpsEnv(plan, privileges.unprivileged),
   }
   const binds = [`${o.workspace}:/workspace`, ...o.volumes]
@@ -102,7 +114,7 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     binds.push(`${path.join(o.packageRoot, 'runtime-hooks')}:${COSPLAY_DIR}/hooks:ro`)
     // docker exec sees Config.Env only: put the shim first on PATH there too
     const imagePath = o.image.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-    if (env.PATH === undefined) env.PATH = `${COSPLAY_DIR}/bin:${imagePath}`
+    env.PATH = `${COSPLAY_DIR}/bin:${imagePath}`
     // an entrypoint that is not root cannot link the shim into the image: Docker mounts it there instead
     if (privileges.unprivileged) binds.push(`${path.join(o.packageRoot, 'runtime-hooks', 'nvidia-smi')}:${COSPLAY_DIR}/bin/nvidia-smi:ro`)
   }

@@ -59,6 +59,8 @@ export const CONTAINER_MPS_STATUS_FILE = '/run/gpu-cosplay/mps/status'
 export const UNPRIVILEGED_MPS_STATUS_FILE = '/tmp/gpu-cosplay/mps/status'
 /** What the entrypoint writes once a container where nothing runs as root is set up (readiness waits for it). */
 export const UNPRIVILEGED_READY_MARKER = '/tmp/gpu-cosplay/ready'
+/** The same for the root entrypoint of an image without sshd: the session user is made and their home handed over. */
+export const CONTAINER_READY_MARKER = '/etc/gpu-cosplay/ready'
 
 export const STEP_KINDS = ['set-persistence', 'enable-mig', 'create-gi', 'create-ci', 'lock-clocks', 'set-power-limit', 'start-mps', 'start-container'] as const
 export type StepKind = (typeof STEP_KINDS)[number]
