@@ -8,6 +8,7 @@ import path, {join} from 'node:path'
 
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
+import type {PinnedMounts} from '../container/pin-mounts.js'
 import type {PrepareInput} from '../container/prepare-container.js'
 import {actsForCaller, engineBoxConfig} from '../core/box-config.js'
 import {invokingUser} from '../core/invoking-user.js'
@@ -69,7 +70,7 @@ export async function containerInputFrom(flags: ContainerFlags, target: Target, 
   // the engine acting for a member: what is mounted and which keys are read, the caller's own rights decide
   const forCaller = actsForCaller() && !user.isRoot ? await callerView(user, asked) : null
   return {
-    ...(forCaller ? {callerPublicKeys: forCaller.publicKeys} : {}),
+    ...(forCaller ? {callerPublicKeys: forCaller.publicKeys, pinned: forCaller.pinned} : {}),
     sudo: flags.sudo,
     inEngine: engineBoxConfig() !== null,
     imageRef: flags.image ?? null,
@@ -88,16 +89,33 @@ export async function containerInputFrom(flags: ContainerFlags, target: Target, 
   }
 }
 
-/** The mounts resolved, and the public keys read, as the caller (see container/caller-files.ts). */
+/**
+ * What the engine acting for a member (`caller`) mounts and authorises. The mount sources are resolved as the caller
+ * (links of theirs followed with their rights: what the member's own process sends the engine), then opened by root
+ * without following any link, checked on the descriptors and kept open until the staging binds (pin-mounts.ts): what is
+ * mounted is what was checked, also after a --wait. The public keys are read as the caller (caller-files.ts).
+ */
 async function callerView(
   caller: {uid: number; gid: number; user: string},
   asked: {workspace: string; volumes: string[]},
-): Promise<{workspace: string; volumes: string[]; publicKeys: string[]}> {
-  const {resolveMountsAsCaller, callerPublicKeys, callerHome} = await import('../container/caller-files.js')
+): Promise<{workspace: string; volumes: string[]; publicKeys: string[]; pinned: PinnedMounts}> {
+  const [{resolveMountsAsCaller, callerPublicKeys, callerHome}, {pinMounts}, {parseVolumeSpec}] = await Promise.all([
+    import('../container/caller-files.js'),
+    import('../container/pin-mounts.js'),
+    import('../container/container-flags.js'),
+  ])
   const executor = new LocalExecutor()
-  const mounts = await resolveMountsAsCaller(asked, caller, executor)
-  const home = await callerHome(caller, executor)
-  return {...mounts, publicKeys: home === null ? [] : await callerPublicKeys(caller, home, executor)}
+  const pinning = (async () => {
+    const mounts = await resolveMountsAsCaller(asked, caller, executor)
+    const pinned = await pinMounts({workspace: mounts.workspace, volumes: mounts.volumes.map(parseVolumeSpec)}, caller, {executor})
+    return {...mounts, pinned}
+  })()
+  const keys = (async () => {
+    const home = await callerHome(caller, executor)
+    return home === null ? [] : await callerPublicKeys(caller, home, executor)
+  })()
+  const [mounts, publicKeys] = await Promise.all([pinning, keys])
+  return {...mounts, publicKeys}
 }
 
 /** The first use builds the cosplay image: say so, then its progress a line at a time. */

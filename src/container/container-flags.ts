@@ -37,6 +37,12 @@ export function parseVolumeFlags(items: readonly string[], cwd: string): string[
   })
 }
 
+/** One 'HOST:CONTAINER[:ro|rw]' (as parseVolumeFlags left it) as its parts. */
+export function parseVolumeSpec(spec: string): {source: string; target: string; readOnly: boolean} {
+  const [source, target, mode] = spec.split(':')
+  return {source, target, readOnly: mode === 'ro'}
+}
+
 /** --ssh-bind: an IP address Docker can publish on; checked before Docker is contacted. */
 export function parseBindAddress(text: string): string {
   if (isIP(text) === 0) throw new InputError('BAD_SSH_BIND', `--ssh-bind ${text}: not an IP address (e.g. 127.0.0.1, 0.0.0.0, ::)`)

@@ -76,7 +76,11 @@ export async function launchSession(
       return result
     },
   }
-  const upRequest: UpRequest = {...request, extraSteps: (session, live) => containerSteps(docker.prepared!.options, waitingStartStep)(session, live)}
+  const stageStep = stepFor(deps.steps, 'stage-mounts')
+  const upRequest: UpRequest = {
+    ...request,
+    extraSteps: (session, live) => containerSteps(docker.prepared!.options, {start: waitingStartStep, stage: stageStep})(session, live),
+  }
 
   let active: ActiveSession
   try {

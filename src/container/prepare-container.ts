@@ -8,13 +8,16 @@ import {ContainerError} from '../core/errors.js'
 import {containerPrivileges} from './container-privileges.js'
 import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'
 import {assertCosplayImage, assertPinnedImage, pinImage} from './image-pin.js'
+import type {PinnedMounts} from './pin-mounts.js'
 import type {BuildEvent} from './runtime.js'
 import {DockerRuntime} from './runtime.js'
 import type {ContainerOptions} from './session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from './ssh-keys.js'
 
 /** What `up` asks for; the image, its reference and the authorized keys are settled here. */
-export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges' | 'privateOwner'> & {
+export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges' | 'privateOwner' | 'pinned'> & {
+  /** the engine acting for a member: the mount sources, opened and checked as the member (pin-mounts.ts) */
+  readonly pinned?: PinnedMounts
   /** the image the user asked for; null: the default cosplay image */
   readonly imageRef: string | null
   /** `up --sudo` (already checked against the box's configuration) */
@@ -98,6 +101,7 @@ export async function prepareContainer(
       authorizedKeys: identity.authorizedKeys,
       workspace: input.workspace,
       volumes: input.volumes,
+      pinned: input.pinned ?? null,
       env: input.env,
       stateDir: input.stateDir,
       // the session's private files are the key's: root's in the engine, else the user's own

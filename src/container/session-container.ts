@@ -5,13 +5,15 @@
 import path from 'node:path'
 
 import type {ContainerAccess, ContainerRecord, SessionRecord} from '../apply/gpu-book.js'
-import type {PlannedStep} from '../apply/steps/step.js'
+import type {PlannedStep, StepImpl} from '../apply/steps/step.js'
 import {ContainerError} from '../core/errors.js'
 import {CONTAINER_MPS_DIRS, COSTUME_ENV, LABELS, UNPRIVILEGED_MPS_DIRS} from '../core/names.js'
 import type {HostGpu} from '../host/types.js'
 import {costumeEnv} from '../plan/costume-env.js'
 import type {ContainerPrivileges} from './container-privileges.js'
+import type {PinnedMounts} from './pin-mounts.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
+import {type StageMountsParams, stagingDirOf} from './stage-mounts-step.js'
 import {sessionEnvFileOf} from './session-env-file.js'
 import {physicalMiBOf} from '../plan/physical-memory.js'
 
@@ -31,6 +33,12 @@ export type ContainerOptions = {
   readonly workspace: string
   /** extra 'host:container[:ro]' binds */
   readonly volumes: readonly string[]
+  /**
+   * the engine acting for a member: the workspace and volume sources opened and checked as the member (pin-mounts.ts);
+   * the container binds their staging binds instead of `workspace` and `volumes`. Null: bind the paths (root's own up,
+   * a sandbox user's)
+   */
+  readonly pinned: PinnedMounts | null
   /**
    * the user's --env values: never in the container's Config.Env (the root entrypoint reads it); they reach the session
    * user's shells through user-env.ts and `gpu-cosplay exec` through session-env-file.ts
@@ -61,11 +69,16 @@ export function containerNameFor(session: string): string {
 /** What the journal keeps of a user's --env values: the state directory is shared with the team. */
 export const REDACTED = '(not recorded)'
 
+/** The steps the container part of a session runs, from the registry (`stage` only binds a member's pinned mounts). */
+export type ContainerStepImpls = {readonly start: StepImpl; readonly stage: StepImpl}
+
 /**
- * The step list `up` hands to bringUp as extraSteps. The journal records the user's --env values redacted (undo needs
- * only the file they are kept in, the name and the labels); the live run writes the real ones to that file.
+ * The step list `up` hands to bringUp as extraSteps: with pinned mounts (the engine acting for a member) the staging
+ * binds first, then the container. The journal records the user's --env values redacted (undo needs only the file they
+ * are kept in, the name and the labels) and no descriptor; the live run gets the real values and the open descriptors.
  */
-export function containerSteps(options: ContainerOptions, impl: PlannedStep['impl']): (session: SessionRecord, live: HostGpu) => PlannedStep[] {
+export function containerSteps(options: ContainerOptions, impls: ContainerStepImpls): (session: SessionRecord, live: HostGpu) => PlannedStep[] {
+  const impl = impls.start
   return (session, live) => {
     const spec = containerSpecFor(session, live, options)
     const hasEnv = Object.keys(options.env).length > 0
@@ -85,8 +98,37 @@ export function containerSteps(options: ContainerOptions, impl: PlannedStep['imp
       ...impl,
       apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access, imageRef, ...userEnv(options.env)}, prior),
     }
-    return [{impl: withSecrets, params: {spec, access, imageRef, ...userEnv(redacted)}}]
+    const start = {impl: withSecrets, params: {spec, access, imageRef, ...userEnv(redacted)}}
+    if (!options.pinned) return [start]
+    const staging = stagingOf(options.stateDir, session.name, options.pinned)
+    const withSources: PlannedStep['impl'] = {
+      ...impls.stage,
+      apply: (ctx, _params, prior) => impls.stage.apply(ctx, {...staging.params, fds: staging.fds}, prior),
+    }
+    return [{impl: withSources, params: staging.params}, start]
   }
+}
+
+/** The staging of pinned sources: the journaled params (paths and what was checked) and, apart, the descriptors. */
+function stagingOf(stateDir: string, session: string, pinned: PinnedMounts): {params: StageMountsParams; fds: Record<string, number>} {
+  const sources = [
+    {name: 'workspace', source: pinned.workspace, readOnly: false},
+    ...pinned.volumes.map((v, i) => ({name: `volume-${i}`, source: v.source, readOnly: v.readOnly})),
+  ]
+  return {
+    params: {
+      dir: stagingDirOf(stateDir, session),
+      entries: sources.map((s) => ({name: s.name, source: s.source.path, kind: s.source.kind, readOnly: s.readOnly, dev: s.source.dev, ino: s.source.ino})),
+    },
+    fds: Object.fromEntries(sources.map((s) => [s.name, s.source.fd])),
+  }
+}
+
+/** The binds of a session: its pinned sources' staging paths (never the member's paths), or the paths as given. */
+function bindsOf(session: string, o: ContainerOptions): string[] {
+  if (!o.pinned) return [`${o.workspace}:/workspace`, ...o.volumes]
+  const dir = stagingDirOf(o.stateDir, session)
+  return [`${dir}/workspace:/workspace`, ...o.pinned.volumes.map((v, i) => `${dir}/volume-${i}:${v.target}${v.readOnly ? ':ro' : ''}`)]
 }
 
 export function containerSpecFor(session: SessionRecord, live: HostGpu, o: ContainerOptions): ContainerSpec {
@@ -106,7 +148,7 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     GPU_COSPLAY_SSH_PUBKEY: o.authorizedKeys.join('\n'),
     ...mpsEnv(plan, privileges.unprivileged),
   }
-  const binds = [`${o.workspace}:/workspace`, ...o.volumes]
+  const binds = bindsOf(session.name, o)
   // an image of someone else's, or one whose baked entrypoint would expect root: ours is mounted
   const byo = !o.image.isCosplayImage || privileges.unprivileged
   if (byo) {

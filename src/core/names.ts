@@ -62,7 +62,17 @@ export const UNPRIVILEGED_READY_MARKER = '/tmp/gpu-cosplay/ready'
 /** The same for the root entrypoint of an image without sshd: the session user is made and their home handed over. */
 export const CONTAINER_READY_MARKER = '/etc/gpu-cosplay/ready'
 
-export const STEP_KINDS = ['set-persistence', 'enable-mig', 'create-gi', 'create-ci', 'lock-clocks', 'set-power-limit', 'start-mps', 'start-container'] as const
+export const STEP_KINDS = [
+  'set-persistence',
+  'enable-mig',
+  'create-gi',
+  'create-ci',
+  'lock-clocks',
+  'set-power-limit',
+  'start-mps',
+  'stage-mounts',
+  'start-container',
+] as const
 export type StepKind = (typeof STEP_KINDS)[number]
 
 export const DEBUG_NS = {

@@ -73,6 +73,7 @@ describe('the container step as journaled', () => {
       volumes: [],
       env,
       stateDir: '/state',
+      pinned: null,
       privateOwner: null,
       sshPort: 2222,
       sshBind: '127.0.0.1',
@@ -88,7 +89,7 @@ describe('the container step as journaled', () => {
       undo: async () => undefined,
       apply: async (_c: unknown, params: any) => ((applied = params), {}),
     }
-    const [step] = containerSteps(options, impl as never)(session, live)
+    const [step] = containerSteps(options, {start: impl, stage: impl} as never)(session, live)
     await step.impl.apply({} as never, step.params, {})
     return {journaled: JSON.parse(JSON.stringify(step.params)), applied}
   }
