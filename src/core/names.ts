@@ -10,6 +10,8 @@ export const LABELS = {
   migUuid: `${LABEL_PREFIX}.mig-uuid`,
   image: `${LABEL_PREFIX}.image`,
   version: `${LABEL_PREFIX}.version`,
+  /** a throwaway container, created and never started, that `up` looks into an image through */
+  probe: `${LABEL_PREFIX}.probe`,
 } as const
 
 /** Shared by every user on the box, so that sessions of different users see each other's leases. */
