@@ -8,6 +8,7 @@ import path, {join} from 'node:path'
 
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
+import type {ContainerLimits} from '../container/container-limits.js'
 import type {PinnedMounts} from '../container/pin-mounts.js'
 import type {PrepareInput} from '../container/prepare-container.js'
 import {actsForCaller, engineBoxConfig} from '../core/box-config.js'
@@ -68,9 +69,9 @@ export async function containerInputFrom(flags: ContainerFlags, target: Target, 
   const workspace = flags.workspace ?? '.'
   const asked = {workspace: path.resolve(process.cwd(), workspace), volumes: parseVolumeFlags(flags.volume ?? [], process.cwd())}
   // the engine acting for a member: what is mounted and which keys are read, the caller's own rights decide
-  const forCaller = actsForCaller() && !user.isRoot ? await callerView(user, asked) : null
+  const forCaller = actsForCaller() && !user.isRoot ? await callerView(user, asked, parseByteSize(flags['shm-size'])) : null
   return {
-    ...(forCaller ? {callerPublicKeys: forCaller.publicKeys, pinned: forCaller.pinned} : {}),
+    ...(forCaller ? {callerPublicKeys: forCaller.publicKeys, pinned: forCaller.pinned, limits: forCaller.limits} : {}),
     sudo: flags.sudo,
     inEngine: engineBoxConfig() !== null,
     imageRef: flags.image ?? null,
@@ -90,20 +91,24 @@ export async function containerInputFrom(flags: ContainerFlags, target: Target, 
 }
 
 /**
- * What the engine acting for a member (`caller`) mounts and authorises. The mount sources are resolved as the caller
- * (links of theirs followed with their rights: what the member's own process sends the engine), then opened by root
- * without following any link, checked on the descriptors and kept open until the staging binds (pin-mounts.ts): what is
+ * What the engine acting for a member (`caller`) mounts, authorises and allows. The box's container limits first (an
+ * --shm-size over the ceiling fails before anything is contacted). The mount sources are resolved as the caller (links
+ * of theirs followed with their rights: what the member's own process sends the engine), then opened by root without
+ * following any link, checked on the descriptors and kept open until the staging binds (pin-mounts.ts): what is
  * mounted is what was checked, also after a --wait. The public keys are read as the caller (caller-files.ts).
  */
 async function callerView(
   caller: {uid: number; gid: number; user: string},
   asked: {workspace: string; volumes: string[]},
-): Promise<{workspace: string; volumes: string[]; publicKeys: string[]; pinned: PinnedMounts}> {
-  const [{resolveMountsAsCaller, callerPublicKeys, callerHome}, {pinMounts}, {parseVolumeSpec}] = await Promise.all([
+  shmSizeBytes: number,
+): Promise<{workspace: string; volumes: string[]; publicKeys: string[]; pinned: PinnedMounts; limits: ContainerLimits}> {
+  const [{resolveMountsAsCaller, callerPublicKeys, callerHome}, {pinMounts}, {parseVolumeSpec}, {memberContainerLimits}] = await Promise.all([
     import('../container/caller-files.js'),
     import('../container/pin-mounts.js'),
     import('../container/container-flags.js'),
+    import('../container/container-limits.js'),
   ])
+  const limits = memberContainerLimits(engineBoxConfig()!, shmSizeBytes)
   const executor = new LocalExecutor()
   const pinning = (async () => {
     const mounts = await resolveMountsAsCaller(asked, caller, executor)
@@ -115,7 +120,7 @@ async function callerView(
     return home === null ? [] : await callerPublicKeys(caller, home, executor)
   })()
   const [mounts, publicKeys] = await Promise.all([pinning, keys])
-  return {...mounts, publicKeys}
+  return {...mounts, publicKeys, limits}
 }
 
 /** The first use builds the cosplay image: say so, then its progress a line at a time. */

@@ -9,6 +9,7 @@ import {parseVolumeSpec} from './container-flags.js'
 import {containerPrivileges} from './container-privileges.js'
 import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'
 import {assertCosplayImage, assertPinnedImage, pinImage} from './image-pin.js'
+import type {ContainerLimits} from './container-limits.js'
 import type {PinnedMounts} from './pin-mounts.js'
 import type {BuildEvent} from './runtime.js'
 import {DockerRuntime} from './runtime.js'
@@ -17,9 +18,11 @@ import {loadOrCreateSshIdentity, type SshIdentity} from './ssh-keys.js'
 import {assertVolumeTargets} from './volume-targets.js'
 
 /** What `up` asks for; the image, its reference and the authorized keys are settled here. */
-export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges' | 'privateOwner' | 'pinned'> & {
+export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges' | 'privateOwner' | 'pinned' | 'limits'> & {
   /** the engine acting for a member: the mount sources, opened and checked as the member (pin-mounts.ts) */
   readonly pinned?: PinnedMounts
+  /** the engine acting for a member: the box's container limits (container-limits.ts) */
+  readonly limits?: ContainerLimits
   /** the image the user asked for; null: the default cosplay image */
   readonly imageRef: string | null
   /** `up --sudo` (already checked against the box's configuration) */
@@ -117,6 +120,7 @@ export async function prepareContainer(
       sshPort,
       sshBind: input.sshBind,
       shmSizeBytes: input.shmSizeBytes,
+      limits: input.limits ?? null,
       hasTf32: input.hasTf32,
       packageRoot: input.packageRoot,
     },

@@ -68,6 +68,10 @@ export type ContainerSpec = {
   /** 'host:container[:ro]' */
   binds?: readonly string[]
   shmSizeBytes?: number
+  /** the container's memory, swap included (no swap beyond it) */
+  memoryBytes?: number
+  /** processes and threads */
+  pidsLimit?: number
   entrypoint?: readonly string[]
   cmd?: readonly string[]
   /** docker --init (tini from the engine), for images without their own */
@@ -519,6 +523,8 @@ export function containerCreateOptions(spec: ContainerSpec): Docker.ContainerCre
       ...(publish ? {PortBindings: {'22/tcp': [{HostIp: bindAddress, HostPort: spec.sshPort ? String(spec.sshPort) : ''}]}} : {}),
       Binds: [...(spec.binds ?? [])],
       ...(spec.shmSizeBytes ? {ShmSize: spec.shmSizeBytes} : {}),
+      ...(spec.memoryBytes ? {Memory: spec.memoryBytes, MemorySwap: spec.memoryBytes} : {}),
+      ...(spec.pidsLimit ? {PidsLimit: spec.pidsLimit} : {}),
       ...(spec.init ? {Init: true} : {}),
       ...(spec.capDrop ? {CapDrop: [...spec.capDrop]} : {}),
       ...(spec.capAdd ? {CapAdd: [...spec.capAdd]} : {}),

@@ -11,6 +11,7 @@ import {CONTAINER_MPS_DIRS, COSTUME_ENV, LABELS, UNPRIVILEGED_MPS_DIRS} from '..
 import type {HostGpu} from '../host/types.js'
 import {costumeEnv} from '../plan/costume-env.js'
 import type {ContainerPrivileges} from './container-privileges.js'
+import type {ContainerLimits} from './container-limits.js'
 import type {PinnedMounts} from './pin-mounts.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
 import {type StageMountsParams, stagingDirOf} from './stage-mounts-step.js'
@@ -52,6 +53,8 @@ export type ContainerOptions = {
   readonly sshPort: number | null
   readonly sshBind: string
   readonly shmSizeBytes: number | null
+  /** a member's container on a shared box (container-limits.ts); null: none */
+  readonly limits: ContainerLimits | null
   readonly hasTf32: boolean
   /** installed package root (docker/, runtime-hooks/) */
   readonly packageRoot: string
@@ -177,6 +180,8 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     sshBindAddress: o.sshBind,
     binds,
     ...(o.shmSizeBytes ? {shmSizeBytes: o.shmSizeBytes} : {}),
+    ...(o.limits?.memoryBytes ? {memoryBytes: o.limits.memoryBytes} : {}),
+    ...(o.limits?.pidsLimit ? {pidsLimit: o.limits.pidsLimit} : {}),
     ...(byo ? {entrypoint: [`${COSPLAY_DIR}/entrypoint.sh`], cmd: [], init: true} : {}),
     ...(privileges.user ? {user: privileges.user} : {}),
     ...(privileges.capDrop ? {capDrop: privileges.capDrop} : {}),
