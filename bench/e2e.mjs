@@ -55,6 +55,22 @@ try {
   // The team scene: another session keeps MIG on, so each up only adds its slice.
   run(['up', 't4', '--no-container', '--name', 'bench-anchor', '--json'])
   const team = timeUps('bench-team')
+  // What a --volume adds (its target resolved in the image through a probe container, beside the key and the GPU
+  // read) and what --env adds (a docker exec as the session user once the container is ready), interleaved run by
+  // run with a plain up, beside the same other session.
+  const data = join(dir, 'data')
+  mkdirSync(data)
+  const variants = {plain: [], volume: ['--volume', `${data}:/data:ro`], env: ['--env', 'BENCH_VALUE=1']}
+  const extra = Object.fromEntries(Object.keys(variants).map((k) => [k, []]))
+  for (let i = 0; i < RUNS; i++) {
+    for (const [variant, args] of Object.entries(variants)) {
+      const name = `bench-${variant}-${i}`
+      const start = process.hrtime.bigint()
+      run(['up', '3090', '--name', name, '--image', TAG, '--workspace', ws, ...args, '--json'])
+      extra[variant].push(Number(process.hrtime.bigint() - start) / 1e6)
+      run(['down', name, '--json'])
+    }
+  }
   run(['down', 'bench-anchor', '--json'])
 
   const rows = (image) => docker('history', '--no-trunc', '--format', '{{.ID}}\t{{.Size}}\t{{.CreatedBy}}', image).stdout.trim().split('\n')
@@ -68,6 +84,10 @@ try {
   console.log(
     `up -> first ssh login, beside another session (MIG already on): median ${Math.round(median(team.times))} ms; inside up: median ${median(team.loginMs)} ms`,
   )
+  const medianOf = (variant) => Math.round(median(extra[variant]))
+  console.log(
+    `up -> first ssh login beside another session, interleaved: plain ${medianOf('plain')} ms, with --volume ${medianOf('volume')} ms (+${medianOf('volume') - medianOf('plain')}), with --env ${medianOf('env')} ms (+${medianOf('env') - medianOf('plain')})`,
+  )
   console.log(`layers docker/Dockerfile adds on ${BASE}: ${(addedBytes / 1024 / 1024).toFixed(1)} MiB in ${added.length} layer(s)`)
   for (const r of added) {
     const [, size, createdBy] = r.split('\t')
@@ -78,11 +98,15 @@ try {
       upToSshMedianMs: Math.round(median(times)),
       upToSshSamplesMs: times.map(Math.round),
       upToSshBesideAnotherMedianMs: Math.round(median(team.times)),
+      upToSshPlainVolumeEnvMedianMs: [medianOf('plain'), medianOf('volume'), medianOf('env')],
       addedLayerBytes: addedBytes,
     }),
   )
 } finally {
-  for (const i of Array.from({length: RUNS}, (_, k) => k)) docker('rm', '-f', `gpu-cosplay-bench-${i}`, `gpu-cosplay-bench-team-${i}`)
+  for (const i of Array.from({length: RUNS}, (_, k) => k)) {
+    const names = ['bench', 'bench-team', 'bench-plain', 'bench-volume', 'bench-env'].map((p) => `gpu-cosplay-${p}-${i}`)
+    docker('rm', '-f', ...names)
+  }
   rmSync(dir, {recursive: true, force: true})
   for (const suffix of ['', '.lock', '.calls.log']) rmSync(state + suffix, {force: true})
 }

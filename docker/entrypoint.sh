@@ -1,20 +1,27 @@
-#!/usr/bin/env bash
+#!/bin/bash -p
 # gpu-cosplay container entrypoint. Runs as root, as PID 1's child under tini (or docker --init), holding only the
 # capabilities `gpu-cosplay up` leaves it (CHOWN, SETUID, SETGID, SYS_CHROOT, AUDIT_WRITE; see container-privileges.ts):
 # no CAP_DAC_OVERRIDE, so root writes only into folders it owns, and hands the user's over at the end. Started as
 # another user (a user's own image through the box's engine), it sets up what that user can and runs nothing as root
 # (see setup_unprivileged).
 #
-# Input (environment, set by `gpu-cosplay up`):
+# Input (environment, set by `gpu-cosplay up` from its own values: never a value of the session user's):
 #   GPU_COSPLAY_USER, GPU_COSPLAY_UID, GPU_COSPLAY_GID   the host user to recreate (default cosplay 1000 1000)
 #   GPU_COSPLAY_SSH_PUBKEY                              one or more authorized_keys lines
 #   GPU_COSPLAY_HOOKS_DIR                               where runtime-hooks/ lives (/opt/gpu-cosplay/hooks)
 #   GPU_COSPLAY_GRANT_SUDO                                    1: the session user gets sudo (`up --sudo`); anything else: none
 #   GPU_COSPLAY_* (the costume), NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, XLA_*, CUPY_*,
 #   PYTORCH_CUDA_ALLOC_CONF                            persisted for every session (see write_session_env)
-#   GPU_COSPLAY_USER_ENV_NAMES                          space-separated names of the user's `--env` values: persisted too
 #   GPU_COSPLAY_MPS_THREAD_PCT, GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB, CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY,
 #   GPU_COSPLAY_MPS_CONTROL                             an MPS control daemon for this session (see start_mps)
+#   the image's own variables (IMAGE_VARS)              persisted for every session, never used by root itself
+#
+# The root part starts from a fixed environment (fixed_environment): `#!/bin/bash -p` reads no BASH_ENV, imports no
+# function and no SHELLOPTS, and the script re-executes itself under `env -i` with exactly the variables above, a PATH
+# of system folders and HOME=/root. The user's `--env` values never reach it: `gpu-cosplay up` writes them after the
+# container is ready, through `docker exec` as the session user (--user-env, see write_user_env), into files of the
+# user's that login shells and sshd read (sshd reads ~/.ssh/environment after it has become the user: OpenSSH's
+# do_child calls do_setusercontext before do_setup_env).
 #
 # Then it execs sshd in the foreground, or, for an image without sshd, sleeps (sessions go through exec); with an
 # MPS daemon running it stays as their parent instead, to `quit` the daemon on docker stop (see run_service).
@@ -29,25 +36,57 @@ COSPLAY_DIR=/opt/gpu-cosplay
 # ensure_user: 1 when it made the home (then all of it is handed over), 0 for a home the image had
 HOME_CREATED=0
 # Not persisted: these configure the entrypoint itself.
-ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_USER_ENV_NAMES GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_STATUS_FILE GPU_COSPLAY_GRANT_SUDO '
+ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_STATUS_FILE GPU_COSPLAY_GRANT_SUDO '
 # From the image: without these an ssh session loses conda's python and CUDA's libraries.
 IMAGE_VARS=' PATH LD_LIBRARY_PATH CUDA_HOME CUDA_VERSION NVIDIA_DRIVER_CAPABILITIES NVIDIA_REQUIRE_CUDA LANG LC_ALL PYTHONPATH CONDA_PREFIX CONDA_DEFAULT_ENV '
+# The fixed environment keeps the image's variables under this prefix, for the sessions only: with a --volume at a
+# folder the image's PATH or LD_LIBRARY_PATH names, root using them would run the member's files.
+IMAGE_ENV_PREFIX=GPU_COSPLAY_IMAGE_ENV_
+# Root's own PATH: system folders, all of them places no --volume may cover (container/volume-targets.ts).
+ROOT_PATH=/usr/sbin:/usr/bin:/sbin:/bin
+# The session user's own file of --env values, in their home (write_user_env); the profile script sources it.
+USER_ENV_FILE=.gpu-cosplay/session-env.sh
+# What sshd's environment starts from: ours and the image's values (write_session_env); write_user_env adds the user's.
+SSH_ENV_BASE=/etc/gpu-cosplay/ssh-environment
 
 log() { printf 'gpu-cosplay-entrypoint: %s\n' "$*" >&2; }
 
-# Names of the variables to persist, one per line, sorted: ours, the image's, and every name the user gave with
-# `--env` (GPU_COSPLAY_USER_ENV_NAMES; a name that is not exported here is skipped).
-session_var_names() {
-  local name user_names=" ${GPU_COSPLAY_USER_ENV_NAMES:-} "
-  user_names=${user_names//$'\n'/ }
+# Variables of gpu-cosplay's own that the root part keeps (the rest of the fixed environment is IMAGE_VARS, renamed).
+is_ours() {
+  case "$1" in
+    GPU_COSPLAY_ENTRYPOINT_LIB | "$IMAGE_ENV_PREFIX"*) return 1 ;;
+    GPU_COSPLAY_* | NVIDIA_VISIBLE_DEVICES | CUDA_VISIBLE_DEVICES | XLA_* | CUPY_* | PYTORCH_CUDA_ALLOC_CONF | CUDA_MPS_PIPE_DIRECTORY | CUDA_MPS_LOG_DIRECTORY) return 0 ;;
+  esac
+  return 1
+}
+
+# Re-executes the entrypoint under `env -i` with only gpu-cosplay's variables, the image's (renamed, see
+# IMAGE_ENV_PREFIX), PATH=$ROOT_PATH and HOME=/root. Whatever else reached PID 1 (LD_PRELOAD, BASH_ENV, ENV, ...)
+# reaches no program root runs. Arguments: the entrypoint's own.
+fixed_environment() {
+  local name kept=()
+  while IFS= read -r name; do
+    if is_ours "$name"; then
+      kept+=("$name=${!name}")
+    else
+      case "$IMAGE_VARS" in *" $name "*) kept+=("$IMAGE_ENV_PREFIX$name=${!name}") ;; esac
+    fi
+  done < <(compgen -e)
+  exec /usr/bin/env -i "${kept[@]}" "PATH=$ROOT_PATH" HOME=/root /bin/bash -p "$0" --fixed-env "$@"
+}
+
+# The variables to persist, one line each: "NAME SOURCE", SOURCE being the variable that holds the value here. Ours
+# (sorted), then the image's (kept under IMAGE_ENV_PREFIX by fixed_environment).
+session_vars() {
+  local name source
   while IFS= read -r name; do
     case " $ENTRYPOINT_ONLY_VARS " in *" $name "*) continue ;; esac
-    case "$name" in
-      GPU_COSPLAY_* | NVIDIA_VISIBLE_DEVICES | CUDA_VISIBLE_DEVICES | XLA_* | CUPY_* | PYTORCH_CUDA_ALLOC_CONF | CUDA_MPS_PIPE_DIRECTORY | CUDA_MPS_LOG_DIRECTORY)
-        printf '%s\n' "$name" ;;
-      *) case "$IMAGE_VARS$user_names" in *" $name "*) printf '%s\n' "$name" ;; esac ;;
-    esac
+    if is_ours "$name"; then printf '%s %s\n' "$name" "$name"; fi
   done < <(compgen -e | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | LC_ALL=C sort)
+  for name in $IMAGE_VARS; do
+    source=$IMAGE_ENV_PREFIX$name
+    if [ -n "${!source+set}" ]; then printf '%s %s\n' "$name" "$source"; fi
+  done
 }
 
 # POSIX single-quoting: 'it'\''s'. Safe for sh and bash, including newlines; no expansion inside. Sets REPLY
@@ -57,76 +96,115 @@ sh_quote() {
   REPLY="'$s'"
 }
 
-# Writes the session environment. Argument: the user's home directory (without $ROOT).
+# Writes the session environment of gpu-cosplay's own values and the image's (never the user's --env values: those are
+# the user's, written by write_user_env as the user). Arguments: the user's home directory (without $ROOT), uid.
 #
-# ~/.ssh/environment, read by sshd for every session (login shell, `ssh host cmd`, sftp, VS Code), with
-#   `PermitUserEnvironment <exactly these names>`. sshd takes each line as NAME=VALUE literally, with no
-#   quote, escape or $ processing, so no value can inject anything; a value containing a newline (the only
-#   character that could start a second entry) or a carriage return cannot be written there. The pattern
-#   list means even an edited file cannot set LD_PRELOAD & co. Chosen over /etc/environment (pam_env
-#   parses quotes, backslashes and, in pam_env.conf, $ references) and over sshd SetEnv (tokenised by
-#   argv_split, whose escape rules changed across OpenSSH 8.x, a single SetEnv line only, and no newline either).
-# /etc/profile.d/gpu-cosplay.sh, for login shells (ssh, `su -`, `docker exec ... bash -l`), with POSIX
-#   single-quoted values, so newlines survive and nothing is expanded.
-# A value with a newline reaches `ssh host cmd` through bash: ~/.ssh/environment then also sets
-#   BASH_ENV=/etc/profile.d/gpu-cosplay.sh, which a non-interactive bash sources before running its command. Debian's
-#   and Ubuntu's bash, when it sees it was started by sshd (SSH_CLIENT set), reads /etc/bash.bashrc and ~/.bashrc
-#   instead of BASH_ENV, so /etc/bash.bashrc gets a first line that sources $BASH_ENV when it is ours. The script
-#   ends with `unset BASH_ENV`, so only that first bash reads it and a later `export X=...; bash script.sh` keeps
-#   the user's X. Limits (logged): a user whose shell is not bash, and a user who sets BASH_ENV themself, get such a
-#   value in login shells only.
-# `docker exec` itself sees the container's Config.Env, which `gpu-cosplay up` fills with the same values.
+# /etc/gpu-cosplay/ssh-environment and a copy in ~/.ssh/environment, read by sshd for every session (login shell,
+#   `ssh host cmd`, sftp, VS Code) with `PermitUserEnvironment yes`. sshd takes each line as NAME=VALUE literally, with
+#   no quote, escape or $ processing; a value containing a newline (the only character that could start a second
+#   entry) or a carriage return cannot be written there. sshd reads the file after it has become the user (OpenSSH
+#   session.c: do_child calls do_setusercontext, then do_setup_env reads it), so the file is the user's to extend:
+#   write_user_env adds their --env values. Chosen over /etc/environment (pam_env parses quotes, backslashes and, in
+#   pam_env.conf, $ references) and over sshd SetEnv (one line, argv_split's escape rules changed across OpenSSH 8.x).
+# /etc/profile.d/gpu-cosplay.sh, for login shells (ssh, `su -`, `docker exec ... bash -l`): POSIX single-quoted values,
+#   so newlines survive and nothing is expanded; then, for the session user only, the user's own file of --env values
+#   (~/$USER_ENV_FILE).
+# A value with a newline reaches `ssh host cmd` through bash: write_user_env then sets BASH_ENV=/etc/profile.d/gpu-cosplay.sh
+#   in ~/.ssh/environment, which a non-interactive bash sources before running its command. Debian's and Ubuntu's bash,
+#   when it sees it was started by sshd (SSH_CLIENT set), reads /etc/bash.bashrc and ~/.bashrc instead of BASH_ENV, so
+#   /etc/bash.bashrc gets a first line that sources $BASH_ENV when it is ours. The script ends by unsetting a BASH_ENV
+#   that is ours, so only that first bash reads it and a later `export X=...; bash script.sh` keeps the user's X.
+# `docker exec` itself sees the container's Config.Env (gpu-cosplay's values); `gpu-cosplay exec` adds the user's.
 write_session_env() {
-  local home=$1 user=${2:-${GPU_COSPLAY_USER:-cosplay}} name value names ssh_env profile multiline=() shell
-  names=$(session_var_names)
+  local home=$1 uid=${2:-${GPU_COSPLAY_UID:-1000}} name source value vars ssh_env profile base
+  vars=$(session_vars)
   mkdir -p "$ROOT$home/.ssh" "$ROOT/etc/profile.d" "$ROOT/etc/gpu-cosplay"
   ssh_env="$ROOT$home/.ssh/environment"
+  base="$ROOT$SSH_ENV_BASE"
   profile="$ROOT/etc/profile.d/gpu-cosplay.sh"
-  : >"$ssh_env.tmp"
-  {
-    printf '# gpu-cosplay session environment (generated at container start; do not edit)\n'
-  } >"$profile.tmp"
-  local allowed=()
-  while IFS= read -r name; do
+  printf '# gpu-cosplay: the session environment of gpu-cosplay and the image (generated at container start)\n' >"$base.tmp"
+  printf '# gpu-cosplay session environment (generated at container start; do not edit)\n' >"$profile.tmp"
+  while read -r name source; do
     [ -n "$name" ] || continue
-    value=${!name}
+    value=${!source}
     sh_quote "$value"
     printf 'export %s=%s\n' "$name" "$REPLY" >>"$profile.tmp"
     case "$value" in
-      *$'\n'* | *$'\r'*) multiline+=("$name") ;;
-      *) printf '%s=%s\n' "$name" "$value" >>"$ssh_env.tmp"; allowed+=("$name") ;;
+      *$'\n'* | *$'\r'*) log "note: $name contains a newline: login shells get it, sshd's environment cannot" ;;
+      *) printf '%s=%s\n' "$name" "$value" >>"$base.tmp" ;;
     esac
-  done <<<"$names"
-  if [ ${#multiline[@]} -gt 0 ]; then
-    shell=$(getent passwd "$user" 2>/dev/null | cut -d: -f7 || true)
-    if printf '%s\n' "$names" | grep -qx BASH_ENV; then
-      log "warning: ${multiline[*]} contain a newline and BASH_ENV is yours: they reach login shells, not \`ssh host cmd\`"
-    else
-      # sshd's environment file holds no newline: non-interactive bash fetches those values from the profile script
-      printf 'BASH_ENV=/etc/profile.d/gpu-cosplay.sh\n' >>"$ssh_env.tmp"
-      allowed+=(BASH_ENV)
-      printf '# read once, as BASH_ENV, by the bash that sshd starts for `ssh host cmd`\nunset BASH_ENV\n' >>"$profile.tmp"
-      hook_bash_bashrc
-      case "$shell" in
-        */bash | '') log "note: ${multiline[*]} contain a newline; they reach \`ssh host cmd\` through bash's BASH_ENV" ;;
-        *) log "warning: ${multiline[*]} contain a newline; the login shell $shell ignores BASH_ENV, so only login shells get them" ;;
-      esac
-    fi
-  fi
+  done <<<"$vars"
+  # bash's EUID cannot be set from outside; for sh, id -u
+  printf '%s\n' "# the session user's own --env values (gpu-cosplay up writes them as that user)" \
+    "case \${EUID:-\$(id -u)} in $uid) if [ -r \"\$HOME/$USER_ENV_FILE\" ]; then . \"\$HOME/$USER_ENV_FILE\"; fi ;; esac" \
+    '# read once, as BASH_ENV, by the bash that sshd starts for `ssh host cmd`' \
+    'case ${BASH_ENV:-} in */profile.d/gpu-cosplay.sh) unset BASH_ENV ;; esac' >>"$profile.tmp"
   printf '%s' "$LOGIN_NOTICE" >>"$profile.tmp"
+  hook_bash_bashrc
+  chmod 0644 "$base.tmp"
+  mv "$base.tmp" "$base"
+  cp "$base" "$ssh_env.tmp"
   mv "$ssh_env.tmp" "$ssh_env"
   chmod 0600 "$ssh_env"
   mv "$profile.tmp" "$profile"
   chmod 0644 "$profile"
-  local IFS=,
-  printf '%s\n' "${allowed[*]:-none}" >"$ROOT/etc/gpu-cosplay/permit-user-environment"
+}
+
+# --user-env: run by `gpu-cosplay up` through `docker exec` as the session user, never as root, once the container is
+# ready. Reads the user's --env values from stdin (NAME=VALUE, each ended by a NUL: no value is ever on a command
+# line) and writes them where the user's shells find them: ~/$USER_ENV_FILE (POSIX single-quoted, sourced by the profile
+# script) and ~/.ssh/environment (sshd's, $SSH_ENV_BASE plus the single-line values; with a multi-line value BASH_ENV
+# too, see write_session_env). Argument: the home folder (default: the passwd entry of this uid).
+write_user_env() {
+  local home=${1:-} entry pair name value dir ssh_env multiline=() names=' ' count=0
+  if [ "$EUID" = 0 ]; then log "--user-env writes the session user's files as that user, not as root"; return 64; fi
+  if [ -z "$home" ]; then
+    entry=$(getent passwd "$EUID" || true)
+    entry_field "$entry" 6
+    home=$REPLY
+  fi
+  [ -n "$home" ] && [ -d "$ROOT$home" ] || { log "no home folder for uid $EUID"; return 65; }
+  dir=$ROOT$home/${USER_ENV_FILE%/*}
+  ssh_env=$ROOT$home/.ssh/environment
+  mkdir -p -m 0700 "$dir" "$ROOT$home/.ssh"
+  printf '# your gpu-cosplay up --env values (written at up; login shells and ssh sessions read them)\n' >"$ROOT$home/$USER_ENV_FILE.tmp"
+  if [ -f "$ROOT$SSH_ENV_BASE" ]; then cat "$ROOT$SSH_ENV_BASE" >"$ssh_env.tmp"; else : >"$ssh_env.tmp"; fi
+  while IFS= read -r -d '' pair; do
+    name=${pair%%=*}
+    value=${pair#*=}
+    if ! [[ $pair == *=* && $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+      log "skipped an --env entry that is not NAME=VALUE"
+      continue
+    fi
+    count=$((count + 1))
+    sh_quote "$value"
+    printf 'export %s=%s\n' "$name" "$REPLY" >>"$ROOT$home/$USER_ENV_FILE.tmp"
+    names+="$name "
+    case "$value" in
+      *$'\n'* | *$'\r'*) multiline+=("$name") ;;
+      *) printf '%s=%s\n' "$name" "$value" >>"$ssh_env.tmp" ;;
+    esac
+  done
+  if [ ${#multiline[@]} -gt 0 ]; then
+    if [[ $names == *" BASH_ENV "* ]]; then
+      log "warning: ${multiline[*]} contain a newline and BASH_ENV is yours: they reach login shells, not \`ssh host cmd\`"
+    else
+      # sshd's environment file holds no newline: non-interactive bash fetches those values from the profile script
+      printf 'BASH_ENV=/etc/profile.d/gpu-cosplay.sh\n' >>"$ssh_env.tmp"
+      log "note: ${multiline[*]} contain a newline; they reach \`ssh host cmd\` through bash's BASH_ENV"
+    fi
+  fi
+  chmod 0600 "$ROOT$home/$USER_ENV_FILE.tmp" "$ssh_env.tmp"
+  mv "$ROOT$home/$USER_ENV_FILE.tmp" "$ROOT$home/$USER_ENV_FILE"
+  mv "$ssh_env.tmp" "$ssh_env"
+  log "wrote $count --env value(s) for uid $EUID"
 }
 
 # Fair share (gpu-cosplay's reaper, apply/reap.ts): a login counts as use of the session (idle reclaim reads the mtime of
 # /tmp/gpu-cosplay/last-login), and an interactive shell shows the notice the reaper left when the session ends soon
 # (container/session-notice.ts writes it, as the session user). Nothing is printed for `ssh host cmd`, scp or an IDE.
 LOGIN_NOTICE='# gpu-cosplay: a login counts as use; an interactive shell shows a notice of the session'"'"'s end
-{ mkdir -p /tmp/gpu-cosplay && : >/tmp/gpu-cosplay/last-login; } 2>/dev/null || true
+{ mkdir -p /tmp/gpu-cosplay && command : >/tmp/gpu-cosplay/last-login; } 2>/dev/null || true
 case $- in *i*) if [ -r /tmp/gpu-cosplay/notice ]; then cat /tmp/gpu-cosplay/notice; fi ;; esac
 '
 
@@ -140,11 +218,11 @@ hook_bash_bashrc() {
   { printf '%s\n' "$BASHRC_HOOK"; cat "$rc"; } >"$rc.tmp" && chmod 0644 "$rc.tmp" && mv "$rc.tmp" "$rc"
 }
 
-# The hardened sshd config, self-contained (the image's own sshd_config is not read).
+# The hardened sshd config, self-contained (the image's own sshd_config is not read). PermitUserEnvironment yes: sshd
+# reads ~/.ssh/environment as the user (see write_session_env), and whatever the user puts there is theirs, for their
+# own processes only.
 write_sshd_config() {
-  local user=$1 permit= use_pam=no
-  read -r permit 2>/dev/null <"$ROOT/etc/gpu-cosplay/permit-user-environment" || true
-  [ -n "$permit" ] || permit=none
+  local user=$1 use_pam=no
   [ -f "$ROOT/etc/pam.d/sshd" ] && use_pam=yes
   local sftp=internal-sftp
   [ -d "$ROOT/etc/gpu-cosplay" ] || mkdir -p "$ROOT/etc/gpu-cosplay"
@@ -163,7 +241,7 @@ AuthenticationMethods publickey
 AuthorizedKeysFile .ssh/authorized_keys
 AllowUsers $user
 UsePAM $use_pam
-PermitUserEnvironment $permit
+PermitUserEnvironment yes
 X11Forwarding no
 AllowTcpForwarding yes
 PrintMotd no
@@ -249,10 +327,11 @@ take_home() {
   if [ -d "$home/.ssh" ] && [ ! -L "$home/.ssh" ]; then chown 0:0 "$home/.ssh" && chmod u+rwx "$home/.ssh" && chown -R 0:0 "$home/.ssh"; fi
 }
 
-# Arguments: home uid gid.
+# Arguments: home uid gid. A home this start made is handed over whole, unless something is mounted inside it: a
+# mount's files are somebody's on the host, and chown -R would cross into it.
 hand_home_over() {
   local home=$ROOT$1 uid=$2 gid=$3
-  if [ "$HOME_CREATED" = 1 ]; then
+  if [ "$HOME_CREATED" = 1 ] && ! has_mount_under "$home"; then
     chown -R "$uid:$gid" "$home"
   else
     # the home last: once it is the user's, root may not be able to reach into it
@@ -303,11 +382,30 @@ relax_pam_loginuid() {
   done
 }
 
-is_mount_point() { awk -v p="$1" '$5 == p { found = 1 } END { exit !found }' /proc/self/mountinfo; }
+# Mount points as /proc/self/mountinfo names them (octal escapes such as \040 undone), one per line.
+mount_points() {
+  local point
+  while read -r _ _ _ _ point _; do printf '%b\n' "$point"; done </proc/self/mountinfo
+}
+is_mount_point() { mount_points | grep -qxF -- "$1"; }
+# Whether anything is mounted at or below the folder.
+has_mount_under() {
+  local dir=${1%/} point
+  while IFS= read -r point; do
+    case "$point" in "$dir" | "$dir"/*) return 0 ;; esac
+  done < <(mount_points)
+  return 1
+}
 
-# /workspace becomes the user's, except a bind mount owned by someone else: never chown a user's files.
+# /workspace becomes the user's only when it is the image's own folder: a mount (the workspace `gpu-cosplay up` binds,
+# always) is never chowned, even an empty root-owned one (its folder is somebody's on the host), nor is anything
+# mounted below the image's folder.
 claim_workspace() {
-  local uid=$1 gid=$2 dir=/workspace owner
+  local uid=$1 gid=$2 dir=$ROOT/workspace owner
+  if [ -L "$dir" ]; then
+    log "/workspace is a link in this image; leaving it as it is"
+    return
+  fi
   if [ ! -e "$dir" ]; then
     mkdir -p "$dir" && chown "$uid:$gid" "$dir"
     return
@@ -315,14 +413,11 @@ claim_workspace() {
   owner=$(stat -c %u "$dir")
   [ "$owner" = "$uid" ] && return
   if is_mount_point "$dir"; then
-    # a fresh named volume is root-owned and empty: take the directory itself, nothing inside
-    if [ "$owner" = 0 ] && [ -z "$(ls -A "$dir")" ]; then
-      chown "$uid:$gid" "$dir"
-    else
-      log "/workspace is a mount owned by uid $owner; leaving it as it is"
-    fi
+    log "/workspace is a mount owned by uid $owner; leaving it as it is"
+  elif has_mount_under "$dir"; then
+    chown -h "$uid:$gid" "$dir"
   else
-    chown -R "$uid:$gid" "$dir"
+    chown -R -h "$uid:$gid" "$dir"
   fi
 }
 
@@ -340,7 +435,9 @@ install_pth() {
 install_python_hooks() {
   local hooks=${GPU_COSPLAY_HOOKS_DIR:-$COSPLAY_DIR/hooks} py site seen=' '
   [ -f "$hooks/gpu_cosplay.pth" ] || { log "no $hooks/gpu_cosplay.pth; costume hooks not installed"; return 0; }
-  for py in $(command -v python3 python 2>/dev/null) /usr/bin/python3 /usr/local/bin/python3 /opt/conda/bin/python3; do
+  # the image's pythons: only an image without the hooks gets here (the cosplay image has them from its build), and
+  # through the box's engine such an image runs as the member, never as root
+  for py in $(PATH=${GPU_COSPLAY_IMAGE_ENV_PATH:-$PATH} command -v python3 python 2>/dev/null) /usr/bin/python3 /usr/local/bin/python3 /opt/conda/bin/python3; do
     [ -x "$py" ] || continue
     site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null) || continue
     case "$seen" in *" $site "*) continue ;; esac
@@ -388,11 +485,16 @@ mps_status() {
   mkdir -p "$(dirname "$MPS_STATUS_FILE")" 2>/dev/null && printf '%s\n' "$line" >"$MPS_STATUS_FILE" 2>/dev/null || true
 }
 
-# Runs the control binary as the session user, with the session's MPS folders and no CUDA_VISIBLE_DEVICES.
+# Runs the control binary as the session user, with the session's MPS folders and no CUDA_VISIBLE_DEVICES. The image's
+# PATH and LD_LIBRARY_PATH (where CUDA images keep the driver's tools) are set only after setpriv: the user's, not root's.
 mps_control_as_user() {
-  local as_user=()
-  [ "$(id -u)" = "$MPS_UID" ] || as_user=(setpriv "--reuid=$MPS_UID" "--regid=$MPS_GID" --clear-groups)
-  env -u CUDA_VISIBLE_DEVICES -u GPU_COSPLAY_SSH_PUBKEY "${as_user[@]}" "$MPS_CONTROL" "$@"
+  local as_user=() image_env=() name source
+  for name in PATH LD_LIBRARY_PATH; do
+    source=$IMAGE_ENV_PREFIX$name
+    if [ -n "${!source:-}" ]; then image_env+=("$name=${!source}"); fi
+  done
+  [ "$(id -u)" = "$MPS_UID" ] || as_user=(setpriv "--reuid=$MPS_UID" "--regid=$MPS_GID" --clear-groups --)
+  env -u CUDA_VISIBLE_DEVICES -u GPU_COSPLAY_SSH_PUBKEY "${as_user[@]}" /usr/bin/env "${image_env[@]}" "$MPS_CONTROL" "$@"
 }
 
 # Drops the MPS variables so that neither ssh sessions nor login shells point at a daemon that is not there.
@@ -412,7 +514,8 @@ start_mps() {
     log "warning: GPU_COSPLAY_MPS_THREAD_PCT='$pct' / GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB='$limit' are not 1..100 and a MiB count; MPS not started"
     mps_off; mps_status failed "GPU_COSPLAY_MPS_THREAD_PCT='$pct' / GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB='$limit' are not 1..100 and a MiB count"; return 0
   fi
-  control=${GPU_COSPLAY_MPS_CONTROL:-$(command -v nvidia-cuda-mps-control || true)}
+  # looked up on the image's PATH too: it only names the program, which runs as the session user
+  control=${GPU_COSPLAY_MPS_CONTROL:-$(PATH=${GPU_COSPLAY_IMAGE_ENV_PATH:-$PATH} command -v nvidia-cuda-mps-control || true)}
   if [ -z "$control" ] || [ ! -x "$control" ]; then
     log "warning: no ${GPU_COSPLAY_MPS_CONTROL:-nvidia-cuda-mps-control} in this container; MPS not started (SM share and hard VRAM limit off; the torch VRAM cap still applies)"
     mps_off; mps_status unavailable "no ${GPU_COSPLAY_MPS_CONTROL:-nvidia-cuda-mps-control} in this container"; return 0
@@ -492,7 +595,10 @@ main() {
   valid_name "$user" || { log "GPU_COSPLAY_USER '$user' is not a valid user name; using 'cosplay'"; user=cosplay; }
   [[ $uid =~ ^[0-9]+$ && $gid =~ ^[0-9]+$ ]] || { log "GPU_COSPLAY_UID/GID must be numbers"; exit 64; }
   [ "$uid" != 0 ] || { log "GPU_COSPLAY_UID=0: refusing to make root the session user"; exit 64; }
-  case ":$PATH:" in *":$COSPLAY_DIR/bin:"*) ;; *) export PATH="$COSPLAY_DIR/bin:$PATH" ;; esac
+  # the sessions' PATH (root's own stays $ROOT_PATH): the image's, the shim first
+  local session_path=${GPU_COSPLAY_IMAGE_ENV_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
+  case ":$session_path:" in *":$COSPLAY_DIR/bin:"*) ;; *) session_path="$COSPLAY_DIR/bin:$session_path" ;; esac
+  export GPU_COSPLAY_IMAGE_ENV_PATH=$session_path
   if [ "$EUID" != 0 ]; then
     setup_unprivileged "$uid" "$gid"
     run_service sleep infinity
@@ -511,9 +617,11 @@ main() {
   install_pubkey "$home"
   grant_sudo "$user"
   start_mps "$uid" "$gid"
-  write_session_env "$home" "$user"
+  write_session_env "$home" "$uid"
   hand_home_over "$home" "$uid" "$gid"
   claim_workspace "$uid" "$gid"
+  # what `gpu-cosplay up` waits for in an image without sshd (container/readiness.ts): the user's home is theirs now
+  : >"$ROOT/etc/gpu-cosplay/ready"
 
   if [ ! -x /usr/sbin/sshd ]; then
     log "no /usr/sbin/sshd in this image; sessions go through docker exec"
@@ -532,7 +640,16 @@ if [ "${GPU_COSPLAY_ENTRYPOINT_LIB:-}" = 1 ]; then
   return 0 2>/dev/null || exit 0
 fi
 case "${1:-}" in
-  --install-hooks) install_python_hooks && relax_pam_loginuid ;;
+  # at image build, by the build's root, before there is a container or a user
+  --install-hooks)
+    install_python_hooks && relax_pam_loginuid
+    exit
+    ;;
+  --fixed-env) shift ;;
+  *) fixed_environment "$@" ;;
+esac
+case "${1:-}" in
+  --user-env) write_user_env ;;
   '') main ;;
   *) exec "$@" ;;
 esac

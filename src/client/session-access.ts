@@ -5,13 +5,14 @@
 import {homedir} from 'node:os'
 import type {Readable, Writable} from 'node:stream'
 
-import {resolveStateDir, userDirOf} from '../apply/state-dir.js'
+import {resolveStateDir, statePolicy, userDirOf} from '../apply/state-dir.js'
 import {isPublicKeyLine} from '../container/connect-hints.js'
 import type {SessionRecord} from '../apply/gpu-book.js'
 import {pickSession} from '../container/pick-session.js'
 import {DockerRuntime} from '../container/runtime.js'
 import type {SshSession} from '../container/ssh-client.js'
 import {execUserOf, type SessionContainer, sessionContainer} from '../container/session-container.js'
+import {readSessionEnvFile, sessionEnvFileOf} from '../container/session-env-file.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../container/ssh-keys.js'
 import {ContainerError, InputError} from '../core/errors.js'
 import {actsForCaller} from '../core/box-config.js'
@@ -94,12 +95,16 @@ export async function authorizeKeyInSession(access: SessionAccess, publicKey: st
   }
 }
 
-/** Runs argv in the container as the session user (docker exec), streaming; returns the exit code. */
+/**
+ * Runs argv in the container as the session user (docker exec), streaming; returns the exit code. The user's --env
+ * values come from the session's private file (the container's own environment holds only gpu-cosplay's).
+ */
 export async function execInSession(
   access: SessionAccess,
   argv: readonly string[],
   io: {stdin?: Readable; stdout: Writable; stderr: Writable; tty: boolean; terminal: RequestIo['terminal']},
 ): Promise<number> {
+  const env = readSessionEnvFile(sessionEnvFileOf(access.stateDir, access.session.owner.uid, access.session.name), statePolicy().trustedOwner)
   const runtime = new DockerRuntime()
   const {tty, terminal} = io
   let stopFollowing: (() => void) | null = null
@@ -109,6 +114,7 @@ export async function execInSession(
       stdin: io.stdin,
       user: execUserOf(access.container),
       workingDir: '/workspace',
+      ...(env ? {env} : {}),
       stdout: io.stdout,
       stderr: io.stderr,
       ...(tty ? {size: terminal.size()} : {}),

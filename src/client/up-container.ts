@@ -8,6 +8,8 @@ import {join} from 'node:path'
 
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
+import type {ContainerLimits} from '../container/container-limits.js'
+import type {PinnedMounts} from '../container/pin-mounts.js'
 import type {PrepareInput} from '../container/prepare-container.js'
 import {actsForCaller, engineBoxConfig} from '../core/box-config.js'
 import {StateError} from '../core/errors.js'
@@ -83,10 +85,12 @@ export async function containerInputFor(request: ContainerRequest, target: Targe
   }
   const volumes = request.volumes.map((v) => [v.source, v.target, ...(v.readOnly ? ['ro'] : [])].join(':'))
   const asked = {workspace: request.workspace, volumes}
-  // the engine acting for a member: what is mounted, the caller's own rights decide
-  const mounts = forMember ? await callerView(user, asked) : {workspace: parseWorkspace(request.workspace, '/'), volumes}
+  // the engine acting for a member: what is mounted, the caller's own rights decide; the box's limits apply
+  const member = forMember ? await callerView(user, asked, request.shmSizeBytes) : null
+  const mounts = member ?? {workspace: parseWorkspace(request.workspace, '/'), volumes}
   return {
-    ...(forMember ? {callerPublicKeys: request.publicKeys} : {}),
+    // the keys the member's client made and read on their side: root reads nothing in their home
+    ...(member ? {callerPublicKeys: request.publicKeys, pinned: member.pinned, limits: member.limits} : {}),
     sudo: request.sudo,
     inEngine: engineBoxConfig() !== null,
     imageRef: request.image,
@@ -110,13 +114,29 @@ export function isLoopbackAddress(address: string): boolean {
   return address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(address)
 }
 
-/** The mounts resolved as the caller (see container/caller-files.ts). */
+/**
+ * What the engine acting for a member (`caller`) mounts and allows. The box's container limits first (an --shm-size
+ * over the ceiling fails before anything is contacted). The mount sources are resolved as the caller (links of theirs
+ * followed with their rights; the member's own client resolved them already, so this finds the same paths), then
+ * opened by root without following any link, checked on the descriptors and kept open until the staging binds
+ * (pin-mounts.ts): what is mounted is what was checked, also after a --wait.
+ */
 async function callerView(
   caller: {uid: number; gid: number; user: string},
   asked: {workspace: string; volumes: string[]},
-): Promise<{workspace: string; volumes: string[]}> {
-  const {resolveMountsAsCaller} = await import('../container/caller-files.js')
-  return resolveMountsAsCaller(asked, caller, new LocalExecutor())
+  shmSizeBytes: number | null,
+): Promise<{workspace: string; volumes: string[]; pinned: PinnedMounts; limits: ContainerLimits}> {
+  const [{resolveMountsAsCaller}, {pinMounts}, {parseVolumeSpec}, {memberContainerLimits}] = await Promise.all([
+    import('../container/caller-files.js'),
+    import('../container/pin-mounts.js'),
+    import('../container/container-flags.js'),
+    import('../container/container-limits.js'),
+  ])
+  const limits = memberContainerLimits(engineBoxConfig()!, shmSizeBytes)
+  const executor = new LocalExecutor()
+  const mounts = await resolveMountsAsCaller(asked, caller, executor)
+  const pinned = await pinMounts({workspace: mounts.workspace, volumes: mounts.volumes.map(parseVolumeSpec)}, caller, {executor})
+  return {...mounts, pinned, limits}
 }
 
 /** The first use builds the cosplay image: say so, then its progress a line at a time. */

@@ -4,13 +4,13 @@ import {isIP} from 'node:net'
 import path from 'node:path'
 
 import {InputError} from '../core/errors.js'
+import {byteSizeOf} from '../core/units.js'
 
 /** '1g', '512m', '2GiB', '1073741824' -> bytes. */
 export function parseByteSize(text: string, flag = '--shm-size'): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text)
-  if (!match) throw new InputError('BAD_SIZE', `${flag} ${text}: not a size (e.g. 512m, 2g)`)
-  const power = {'': 0, k: 1, m: 2, g: 3, t: 4}[match[2].toLowerCase() as '' | 'k' | 'm' | 'g' | 't']
-  return Math.round(Number(match[1]) * 1024 ** power)
+  const bytes = byteSizeOf(text)
+  if (bytes === null) throw new InputError('BAD_SIZE', `${flag} ${text}: not a size (e.g. 512m, 2g)`)
+  return bytes
 }
 
 /** --env K=V */
@@ -35,6 +35,12 @@ export function parseVolumeFlags(items: readonly string[], cwd: string): string[
     const host = parts[0].startsWith('/') || parts[0].startsWith('.') ? path.resolve(cwd, parts[0]) : parts[0]
     return [host, ...parts.slice(1)].join(':')
   })
+}
+
+/** One 'HOST:CONTAINER[:ro|rw]' (as parseVolumeFlags left it) as its parts. */
+export function parseVolumeSpec(spec: string): {source: string; target: string; readOnly: boolean} {
+  const [source, target, mode] = spec.split(':')
+  return {source, target, readOnly: mode === 'ro'}
 }
 
 /** --ssh-bind: an IP address Docker can publish on; checked before Docker is contacted. */

@@ -14,6 +14,7 @@ import type {Json, StepContext, StepImpl} from '../apply/steps/step.js'
 import {DEBUG_NS, LABELS} from '../core/names.js'
 import type {ContainerSpec, DockerRuntime} from './runtime.js'
 import {connectHost} from './connect-host.js'
+import {removeSessionEnvFile, writeSessionEnvFile} from './session-env-file.js'
 
 const debug = createDebug(DEBUG_NS.container)
 
@@ -23,6 +24,15 @@ export type StartContainerParams = {
   readonly access: ContainerAccess
   /** the image as the user named it; spec.image is its ID (journals written before the pinning lack this) */
   readonly imageRef?: string
+  /**
+   * the user's --env values for `gpu-cosplay exec`, kept in a private file of the state directory (session-env-file.ts)
+   * and removed by undo; journaled with every value "(not recorded)", the live apply gets the real ones
+   */
+  readonly userEnv?: {
+    readonly file: string
+    readonly owner: {readonly uid: number; readonly gid: number} | null
+    readonly values: Readonly<Record<string, string>>
+  }
 }
 
 /** The engine client, made when a step first needs it: undoing a journal without a container loads no dockerode. */
@@ -42,7 +52,9 @@ export function startContainerStep(runtime: RuntimeFactory): StepImpl {
     },
 
     async apply(ctx: StepContext, params: Json): Promise<Json> {
-      const {spec, access, imageRef} = params as StartContainerParams
+      const {spec, access, imageRef, userEnv} = params as StartContainerParams
+      // before the container exists: the session is usable with its values from its first exec
+      if (userEnv) writeSessionEnvFile(userEnv.file, userEnv.values, userEnv.owner)
       const started = await (await runtime()).createAndStart(spec)
       const sshHost = started.sshPort === null ? null : connectHost(started.sshBindAddress ?? spec.sshBindAddress ?? null)
       const image = imageRef === undefined ? {image: spec.image} : {image: imageRef, imageId: spec.image}
@@ -68,6 +80,9 @@ export function startContainerStep(runtime: RuntimeFactory): StepImpl {
         debug('undo start-container %s: %s', id.slice(0, 12), outcome)
       }
       if (ids.size === 0) debug('undo start-container %s: nothing to remove', spec.name)
+      const {userEnv} = entry.params as StartContainerParams
+      // only a file of the shape session-env-file.ts names: a journal is no licence to remove anything else
+      if (userEnv && /\/users\/\d+\/[^/]+\.env$/.test(userEnv.file)) removeSessionEnvFile(userEnv.file)
       ctx.session.container = null
     },
   }

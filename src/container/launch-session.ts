@@ -1,8 +1,9 @@
 /**
  * `up` with a container: settle Docker, image and key while bring-up reads the GPU under its lock (no GPU
  * change without them), run the GPU steps and the container step as one journaled session, then wait until
- * the container is usable (with MPS in the plan: its daemon running, see mps-readiness.ts). A session that never
- * becomes usable is ended: one rollback path, through `down`'s.
+ * the container is usable (with MPS in the plan: its daemon running, see mps-readiness.ts) and hand the user's --env
+ * values to the session user (user-env.ts). A session that never becomes usable is ended: one rollback path, through
+ * `down`'s.
  *
  * Docker is loaded lazily (dockerode alone takes ~90 ms to load): overlapping that with the GPU read is most of
  * what keeps `up` under a second.
@@ -18,6 +19,7 @@ import {withMpsStatus} from './mps-readiness.js'
 import {type Ready, readinessOf} from './readiness.js'
 import type {DockerRuntime} from './runtime.js'
 import {containerSteps, type SessionContainer, sessionContainer} from './session-container.js'
+import {deliverUserEnv} from './user-env.js'
 
 export type LaunchHooks = {
   /** the GPU part is done; the container (its sshd, or its entrypoint) is being waited for */
@@ -77,7 +79,11 @@ export async function launchSession(
       return result
     },
   }
-  const upRequest: UpRequest = {...request, extraSteps: (session, live) => containerSteps(docker.prepared!.options, waitingStartStep)(session, live)}
+  const stageStep = stepFor(deps.steps, 'stage-mounts')
+  const upRequest: UpRequest = {
+    ...request,
+    extraSteps: (session, live) => containerSteps(docker.prepared!.options, {start: waitingStartStep, stage: stageStep})(session, live),
+  }
 
   let active: ActiveSession
   try {
@@ -104,6 +110,8 @@ export async function launchSession(
         if (s.container?.id === active.session.container!.id) s.container.hostKey = hostKey
       })
     }
+    // the user's --env values, written as the session user into their files (never through the root entrypoint)
+    await deliverUserEnv(docker.runtime!, sessionContainer(active.session), docker.prepared!.options.env)
   } catch (error) {
     await tearDown([active.name], {uid: request.owner.uid, isRoot: deps.isRoot}, deps).catch(() => undefined)
     throw error

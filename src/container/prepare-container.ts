@@ -5,16 +5,24 @@
  */
 import {userDirOf} from '../apply/state-dir.js'
 import {ContainerError} from '../core/errors.js'
+import {parseVolumeSpec} from './container-flags.js'
 import {containerPrivileges} from './container-privileges.js'
 import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'
 import {assertCosplayImage, assertPinnedImage, pinImage} from './image-pin.js'
+import type {ContainerLimits} from './container-limits.js'
+import type {PinnedMounts} from './pin-mounts.js'
 import type {BuildEvent} from './runtime.js'
 import {DockerRuntime} from './runtime.js'
-import type {ContainerOptions} from './session-container.js'
+import {type ContainerOptions, containerUserName} from './session-container.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from './ssh-keys.js'
+import {assertVolumeTargets} from './volume-targets.js'
 
 /** What `up` asks for; the image, its reference and the authorized keys are settled here. */
-export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges'> & {
+export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'authorizedKeys' | 'privileges' | 'privateOwner' | 'pinned' | 'limits'> & {
+  /** the engine acting for a member: the mount sources, opened and checked as the member (pin-mounts.ts) */
+  readonly pinned?: PinnedMounts
+  /** the engine acting for a member: the box's container limits (container-limits.ts) */
+  readonly limits?: ContainerLimits
   /** the image the user asked for; null: the default cosplay image */
   readonly imageRef: string | null
   /** `up --sudo` (already checked against the box's configuration) */
@@ -74,6 +82,11 @@ export async function prepareContainer(
     assertCosplayImage(image, imageRef, input.version)
     if (input.inEngine) assertPinnedImage(input.stateDir, imageRef, image)
   }
+  // the volume targets are checked against the image while the key is settled (nothing to do without --volume)
+  const targets = input.pinned ? input.pinned.volumes.map((v) => v.target) : input.volumes.map((v) => parseVolumeSpec(v).target)
+  const user = {uid: input.owner.uid, name: containerUserName(input.owner.user)}
+  const checkingTargets = targets.length === 0 ? null : runtime.imageProbe(image.id, (probe) => assertVolumeTargets(probe, targets, user))
+  checkingTargets?.catch(() => undefined) // awaited below
   const forCaller = input.callerPublicKeys !== undefined
   const identity = await loadOrCreateSshIdentity({
     userDir: userDirOf(input.stateDir, input.keyOwner.uid),
@@ -87,6 +100,7 @@ export async function prepareContainer(
   const privileges = containerPrivileges({sudo: input.sudo, isCosplayImage, inEngine: input.inEngine, owner: input.owner})
   // nothing runs as root: no sshd (it needs root), sessions go through docker exec
   const sshPort = image.hasSshd && !privileges.unprivileged ? (input.sshPort ?? 0) : null
+  await checkingTargets
   return {
     identity,
     built,
@@ -98,10 +112,15 @@ export async function prepareContainer(
       authorizedKeys: identity.authorizedKeys,
       workspace: input.workspace,
       volumes: input.volumes,
+      pinned: input.pinned ?? null,
       env: input.env,
+      stateDir: input.stateDir,
+      // the session's private files are the key's: root's in the engine, else the user's own
+      privateOwner: !forCaller && process.getuid?.() === 0 && input.keyOwner.uid !== 0 ? input.keyOwner : null,
       sshPort,
       sshBind: input.sshBind,
       shmSizeBytes: input.shmSizeBytes,
+      limits: input.limits ?? null,
       hasTf32: input.hasTf32,
       packageRoot: input.packageRoot,
     },

@@ -3,7 +3,7 @@
  * strategies): an ssh login when sshd is published, else the entrypoint having made the session user.
  */
 import {ContainerError} from '../core/errors.js'
-import {UNPRIVILEGED_READY_MARKER} from '../core/names.js'
+import {CONTAINER_READY_MARKER, UNPRIVILEGED_READY_MARKER} from '../core/names.js'
 import type {DockerRuntime} from './runtime.js'
 import {execUserOf, type SessionContainer} from './session-container.js'
 
@@ -47,7 +47,7 @@ export function entrypointDone(container: SessionContainer, runtime: DockerRunti
         ? async () =>
             (await runtime.exec(container.id, ['test', '-f', UNPRIVILEGED_READY_MARKER], {user: execUserOf(container)}).catch(() => null))?.exitCode === 0
         : async () => {
-            const marker = await runtime.exec(container.id, ['test', '-f', '/etc/gpu-cosplay/permit-user-environment']).catch(() => null)
+            const marker = await runtime.exec(container.id, ['test', '-f', CONTAINER_READY_MARKER]).catch(() => null)
             const who = marker?.exitCode === 0 ? await runtime.exec(container.id, ['id', '-u', container.user]).catch(() => null) : null
             return who?.exitCode === 0
           }

@@ -69,6 +69,10 @@ export type ContainerSpec = {
   /** 'host:container[:ro]' */
   binds?: readonly string[]
   shmSizeBytes?: number
+  /** the container's memory, swap included (no swap beyond it) */
+  memoryBytes?: number
+  /** processes and threads */
+  pidsLimit?: number
   entrypoint?: readonly string[]
   cmd?: readonly string[]
   /** docker --init (tini from the engine), for images without their own */
@@ -123,6 +127,22 @@ export type DockerExecOptions = {
 }
 
 export type DockerExecResult = {readonly exitCode: number; readonly stdout: string; readonly stderr: string}
+
+/** What an image holds at a path, as Docker's archive API states it (the path's parent folders resolved in the image). */
+export type ImagePathStat = {
+  readonly name: string
+  readonly mode: number
+  /** for a link, where it leads, fully resolved in the image (absolute); '' otherwise */
+  readonly linkTarget: string
+}
+
+/** A look into an image's files without running anything of it (imageProbe). */
+export type ImageProbe = {
+  /** null: nothing there */
+  stat(path: string): Promise<ImagePathStat | null>
+  /** a small regular file's text, at most `maxBytes` (null: none there) */
+  readFile(path: string, maxBytes: number): Promise<string | null>
+}
 
 export type RemoveResult = 'removed' | 'absent'
 
@@ -389,6 +409,55 @@ export class DockerRuntime {
     }
   }
 
+  /**
+   * Looks into an image through a container of it that is created and never started: nothing mounted, no network,
+   * labelled as a probe, removed whatever happens.
+   */
+  async imageProbe<T>(imageId: string, look: (probe: ImageProbe) => Promise<T>): Promise<T> {
+    let container: Docker.Container
+    try {
+      container = await this.docker.createContainer({
+        Image: imageId,
+        Labels: {[LABELS.probe]: '1'},
+        NetworkDisabled: true,
+        HostConfig: {NetworkMode: 'none'},
+        ...this.deadline(),
+      })
+    } catch (error) {
+      throw this.wrap(error, 'CONTAINER_CREATE_FAILED', `cannot look into image ${imageId.slice(0, 19)}`)
+    }
+    const probe: ImageProbe = {
+      stat: async (path) => {
+        try {
+          const res = (await container.infoArchive({path, ...this.deadline()})) as unknown as {headers: Record<string, string | undefined>; resume?: () => void}
+          res.resume?.()
+          const header = res.headers['x-docker-container-path-stat']
+          if (!header) return null
+          const stat = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as {name?: string; mode?: number; linkTarget?: string}
+          return {name: stat.name ?? '', mode: stat.mode ?? 0, linkTarget: stat.linkTarget ?? ''}
+        } catch (error) {
+          if ((error as EngineError)?.statusCode === 404) return null
+          throw this.wrap(error, 'IMAGE_INSPECT_FAILED', `cannot look at ${path} in image ${imageId.slice(0, 19)}`)
+        }
+      },
+      readFile: async (path, maxBytes) => {
+        let stream: NodeJS.ReadableStream
+        try {
+          stream = await container.getArchive({path, ...this.deadline()})
+        } catch (error) {
+          if ((error as EngineError)?.statusCode === 404) return null
+          throw this.wrap(error, 'IMAGE_INSPECT_FAILED', `cannot read ${path} in image ${imageId.slice(0, 19)}`)
+        }
+        return firstFileOfTar(stream, maxBytes)
+      },
+    }
+    try {
+      return await look(probe)
+    } finally {
+      await this.remove(container.id, {force: true}).catch((error: unknown) => debug('removing probe %s failed: %O', container.id, error))
+    }
+  }
+
   /** Containers (also stopped ones) carrying every given label; a value of true matches any value. */
   async listByLabel(labels: Readonly<Record<string, string | true>>): Promise<ContainerSummary[]> {
     const filters = {label: Object.entries(labels).map(([key, value]) => (value === true ? key : `${key}=${value}`))}
@@ -460,6 +529,8 @@ export function containerCreateOptions(spec: ContainerSpec): Docker.ContainerCre
       ...(publish ? {PortBindings: {'22/tcp': [{HostIp: bindAddress, HostPort: spec.sshPort ? String(spec.sshPort) : ''}]}} : {}),
       Binds: [...(spec.binds ?? [])],
       ...(spec.shmSizeBytes ? {ShmSize: spec.shmSizeBytes} : {}),
+      ...(spec.memoryBytes ? {Memory: spec.memoryBytes, MemorySwap: spec.memoryBytes} : {}),
+      ...(spec.pidsLimit ? {PidsLimit: spec.pidsLimit} : {}),
       ...(spec.init ? {Init: true} : {}),
       ...(spec.capDrop ? {CapDrop: [...spec.capDrop]} : {}),
       ...(spec.capAdd ? {CapAdd: [...spec.capAdd]} : {}),
@@ -499,6 +570,29 @@ async function listFiles(dir: string, entries: readonly string[]): Promise<strin
 /** Every character outside an image reference's own (letters, digits, `._-:@/+`) percent-encoded, for a URL path. */
 function pathSafe(ref: string): string {
   return ref.replace(/[^A-Za-z0-9._\-:@/+]/g, (c) => encodeURIComponent(c).replace(/[!'()*]/g, (x) => `%${x.charCodeAt(0).toString(16).toUpperCase()}`))
+}
+
+/**
+ * The content of the first entry of a tar stream when it is a regular file, at most `maxBytes` of it; null otherwise.
+ * (A ustar header is 512 bytes: the size in octal at 124, the type at 156.)
+ */
+async function firstFileOfTar(stream: NodeJS.ReadableStream, maxBytes: number): Promise<string | null> {
+  const chunks: Buffer[] = []
+  let length = 0
+  const limit = 512 + maxBytes
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    chunks.push(chunk)
+    length += chunk.length
+    if (length >= limit) break
+  }
+  ;(stream as unknown as {destroy?: () => void}).destroy?.()
+  const tar = Buffer.concat(chunks)
+  if (tar.length < 512) return null
+  const type = String.fromCharCode(tar[156])
+  if (type !== '0' && type !== '\0') return null
+  const size = Number.parseInt(tar.subarray(124, 136).toString('ascii').replace(/\0.*$/, '').trim(), 8)
+  if (!Number.isFinite(size)) return null
+  return tar.subarray(512, 512 + Math.min(size, maxBytes)).toString('utf8')
 }
 
 function toArgv(value: unknown): string[] | null {

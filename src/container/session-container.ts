@@ -5,13 +5,17 @@
 import path from 'node:path'
 
 import type {ContainerAccess, ContainerRecord, SessionRecord} from '../apply/gpu-book.js'
-import type {PlannedStep} from '../apply/steps/step.js'
+import type {PlannedStep, StepImpl} from '../apply/steps/step.js'
 import {ContainerError} from '../core/errors.js'
 import {CONTAINER_MPS_DIRS, COSTUME_ENV, LABELS, UNPRIVILEGED_MPS_DIRS} from '../core/names.js'
 import type {HostGpu} from '../host/types.js'
 import {costumeEnv} from '../plan/costume-env.js'
 import type {ContainerPrivileges} from './container-privileges.js'
+import type {ContainerLimits} from './container-limits.js'
+import type {PinnedMounts} from './pin-mounts.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
+import {type StageMountsParams, stagingDirOf} from './stage-mounts-step.js'
+import {sessionEnvFileOf} from './session-env-file.js'
 import {physicalMiBOf} from '../plan/physical-memory.js'
 
 /** Where a BYO image gets the entrypoint and hooks bind-mounted (the same paths the cosplay image uses). */
@@ -30,11 +34,27 @@ export type ContainerOptions = {
   readonly workspace: string
   /** extra 'host:container[:ro]' binds */
   readonly volumes: readonly string[]
+  /**
+   * the engine acting for a member: the workspace and volume sources opened and checked as the member (pin-mounts.ts);
+   * the container binds their staging binds instead of `workspace` and `volumes`. Null: bind the paths (root's own up,
+   * a sandbox user's)
+   */
+  readonly pinned: PinnedMounts | null
+  /**
+   * the user's --env values: never in the container's Config.Env (the root entrypoint reads it); they reach the session
+   * user's shells through user-env.ts and `gpu-cosplay exec` through session-env-file.ts
+   */
   readonly env: Readonly<Record<string, string>>
+  /** where the session's private files go (its --env values for exec: session-env-file.ts) */
+  readonly stateDir: string
+  /** their owner when root writes them for a user outside the engine; null: this process (root's, in the engine) */
+  readonly privateOwner: {readonly uid: number; readonly gid: number} | null
   /** host port for sshd (0: the engine picks one; null: the image has no sshd, sessions go through docker exec) */
   readonly sshPort: number | null
   readonly sshBind: string
   readonly shmSizeBytes: number | null
+  /** a member's container on a shared box (container-limits.ts); null: none */
+  readonly limits: ContainerLimits | null
   readonly hasTf32: boolean
   /** installed package root (docker/, runtime-hooks/) */
   readonly packageRoot: string
@@ -52,15 +72,22 @@ export function containerNameFor(session: string): string {
 /** What the journal keeps of a user's --env values: the state directory is shared with the team. */
 export const REDACTED = '(not recorded)'
 
+/** The steps the container part of a session runs, from the registry (`stage` only binds a member's pinned mounts). */
+export type ContainerStepImpls = {readonly start: StepImpl; readonly stage: StepImpl}
+
 /**
- * The step list `up` hands to bringUp as extraSteps. The journal records the spec with the user's --env
- * values redacted (undo needs only the name and labels); the live run starts the container with the real ones.
+ * The step list `up` hands to bringUp as extraSteps: with pinned mounts (the engine acting for a member) the staging
+ * binds first, then the container. The journal records the user's --env values redacted (undo needs only the file they
+ * are kept in, the name and the labels) and no descriptor; the live run gets the real values and the open descriptors.
  */
-export function containerSteps(options: ContainerOptions, impl: PlannedStep['impl']): (session: SessionRecord, live: HostGpu) => PlannedStep[] {
+export function containerSteps(options: ContainerOptions, impls: ContainerStepImpls): (session: SessionRecord, live: HostGpu) => PlannedStep[] {
+  const impl = impls.start
   return (session, live) => {
     const spec = containerSpecFor(session, live, options)
-    const recorded = {...spec, env: {...spec.env}}
-    for (const [key, value] of Object.entries(options.env)) if (spec.env[key] === value) recorded.env[key] = REDACTED
+    const hasEnv = Object.keys(options.env).length > 0
+    const envFile = sessionEnvFileOf(options.stateDir, session.owner.uid, session.name)
+    const userEnv = (values: Readonly<Record<string, string>>) => (hasEnv ? {userEnv: {file: envFile, owner: options.privateOwner, values}} : {})
+    const redacted = Object.fromEntries(Object.keys(options.env).map((name) => [name, REDACTED]))
     const access: ContainerAccess = {
       user: containerUserName(options.owner.user),
       uid: options.owner.uid,
@@ -70,9 +97,41 @@ export function containerSteps(options: ContainerOptions, impl: PlannedStep['imp
       unprivileged: options.privileges.unprivileged,
     }
     const imageRef = options.imageRef
-    const withSecrets: PlannedStep['impl'] = {...impl, apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access, imageRef}, prior)}
-    return [{impl: withSecrets, params: {spec: recorded, access, imageRef}}]
+    const withSecrets: PlannedStep['impl'] = {
+      ...impl,
+      apply: (ctx, _params, prior) => impl.apply(ctx, {spec, access, imageRef, ...userEnv(options.env)}, prior),
+    }
+    const start = {impl: withSecrets, params: {spec, access, imageRef, ...userEnv(redacted)}}
+    if (!options.pinned) return [start]
+    const staging = stagingOf(options.stateDir, session.name, options.pinned)
+    const withSources: PlannedStep['impl'] = {
+      ...impls.stage,
+      apply: (ctx, _params, prior) => impls.stage.apply(ctx, {...staging.params, fds: staging.fds}, prior),
+    }
+    return [{impl: withSources, params: staging.params}, start]
   }
+}
+
+/** The staging of pinned sources: the journaled params (paths and what was checked) and, apart, the descriptors. */
+function stagingOf(stateDir: string, session: string, pinned: PinnedMounts): {params: StageMountsParams; fds: Record<string, number>} {
+  const sources = [
+    {name: 'workspace', source: pinned.workspace, readOnly: false},
+    ...pinned.volumes.map((v, i) => ({name: `volume-${i}`, source: v.source, readOnly: v.readOnly})),
+  ]
+  return {
+    params: {
+      dir: stagingDirOf(stateDir, session),
+      entries: sources.map((s) => ({name: s.name, source: s.source.path, kind: s.source.kind, readOnly: s.readOnly, dev: s.source.dev, ino: s.source.ino})),
+    },
+    fds: Object.fromEntries(sources.map((s) => [s.name, s.source.fd])),
+  }
+}
+
+/** The binds of a session: its pinned sources' staging paths (never the member's paths), or the paths as given. */
+function bindsOf(session: string, o: ContainerOptions): string[] {
+  if (!o.pinned) return [`${o.workspace}:/workspace`, ...o.volumes]
+  const dir = stagingDirOf(o.stateDir, session)
+  return [`${dir}/workspace:/workspace`, ...o.pinned.volumes.map((v, i) => `${dir}/volume-${i}:${v.target}${v.readOnly ? ':ro' : ''}`)]
 }
 
 export function containerSpecFor(session: SessionRecord, live: HostGpu, o: ContainerOptions): ContainerSpec {
@@ -81,20 +140,18 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
   const device = session.mig?.uuid ?? live.uuid
   const user = containerUserName(o.owner.user)
   const privileges = o.privileges
+  // gpu-cosplay's own values only: PID 1 and the root entrypoint see Config.Env, so nothing of the user's goes here
   const env: Record<string, string> = {
     ...costumeEnv(plan, {hasTf32: o.hasTf32}, physicalMiB, session.name),
-    ...o.env,
     ...privileges.env,
     NVIDIA_VISIBLE_DEVICES: device,
     GPU_COSPLAY_USER: user,
     GPU_COSPLAY_UID: String(o.owner.uid),
     GPU_COSPLAY_GID: String(o.owner.gid),
     GPU_COSPLAY_SSH_PUBKEY: o.authorizedKeys.join('\n'),
-    // which names came from --env, so the entrypoint hands exactly those (and its own) to ssh sessions
-    GPU_COSPLAY_USER_ENV_NAMES: Object.keys(o.env).join(' '),
     ...mpsEnv(plan, privileges.unprivileged),
   }
-  const binds = [`${o.workspace}:/workspace`, ...o.volumes]
+  const binds = bindsOf(session.name, o)
   // an image of someone else's, or one whose baked entrypoint would expect root: ours is mounted
   const byo = !o.image.isCosplayImage || privileges.unprivileged
   if (byo) {
@@ -102,7 +159,7 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     binds.push(`${path.join(o.packageRoot, 'runtime-hooks')}:${COSPLAY_DIR}/hooks:ro`)
     // docker exec sees Config.Env only: put the shim first on PATH there too
     const imagePath = o.image.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-    if (env.PATH === undefined) env.PATH = `${COSPLAY_DIR}/bin:${imagePath}`
+    env.PATH = `${COSPLAY_DIR}/bin:${imagePath}`
     // an entrypoint that is not root cannot link the shim into the image: Docker mounts it there instead
     if (privileges.unprivileged) binds.push(`${path.join(o.packageRoot, 'runtime-hooks', 'nvidia-smi')}:${COSPLAY_DIR}/bin/nvidia-smi:ro`)
   }
@@ -123,6 +180,8 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     sshBindAddress: o.sshBind,
     binds,
     ...(o.shmSizeBytes ? {shmSizeBytes: o.shmSizeBytes} : {}),
+    ...(o.limits?.memoryBytes ? {memoryBytes: o.limits.memoryBytes} : {}),
+    ...(o.limits?.pidsLimit ? {pidsLimit: o.limits.pidsLimit} : {}),
     ...(byo ? {entrypoint: [`${COSPLAY_DIR}/entrypoint.sh`], cmd: [], init: true} : {}),
     ...(privileges.user ? {user: privileges.user} : {}),
     ...(privileges.capDrop ? {capDrop: privileges.capDrop} : {}),

@@ -4,6 +4,7 @@
  * same CLI, run as root through one exact sudoers rule) and never choose what it runs or reads.
  */
 import {HOST_ENV} from './names.js'
+import {byteSizeOf} from './units.js'
 
 export const BOX_CONFIG_DIR = '/etc/gpu-cosplay'
 export const BOX_CONFIG_FILE = `${BOX_CONFIG_DIR}/config.yaml`
@@ -36,6 +37,33 @@ export type BoxConfig = {
   readonly maxTtl?: string | null
   readonly idleReclaim?: string | null
   readonly quotas?: BoxQuotas
+  /**
+   * What one member's session container may take (absent: CONTAINER_LIMIT_DEFAULTS; null: no limit): its memory, swap
+   * included (a size such as `64g`), its processes and threads, and the largest /dev/shm its `up --shm-size` may ask.
+   */
+  readonly containerMemory?: string | null
+  readonly containerPids?: number | null
+  readonly shmSizeMax?: string | null
+}
+
+/**
+ * The limits a member's container gets where the configuration says nothing. /dev/shm is a tmpfs charged to the
+ * container's memory: the shm ceiling leaves most of the memory to the workload, and 16 GiB of shared memory is room
+ * for NCCL's shared-memory transport between the ranks of a node (a few hundred MiB per pair of ranks) and PyTorch's
+ * DataLoader workers. 8192 processes and threads: torch starts a thread per core in every worker.
+ */
+export const CONTAINER_LIMIT_DEFAULTS = {containerMemory: '64g', containerPids: 8192, shmSizeMax: '16g'} as const
+
+/** The container limits of a box in bytes and counts (null: none). */
+export type ContainerLimits = {readonly memoryBytes: number | null; readonly pidsLimit: number | null; readonly shmSizeMaxBytes: number | null}
+
+export function containerLimitsOf(config: BoxConfig): ContainerLimits {
+  const size = (value: string | null) => (value === null ? null : byteSizeOf(value))
+  return {
+    memoryBytes: size(config.containerMemory === undefined ? CONTAINER_LIMIT_DEFAULTS.containerMemory : config.containerMemory),
+    pidsLimit: config.containerPids === undefined ? CONTAINER_LIMIT_DEFAULTS.containerPids : config.containerPids,
+    shmSizeMaxBytes: size(config.shmSizeMax === undefined ? CONTAINER_LIMIT_DEFAULTS.shmSizeMax : config.shmSizeMax),
+  }
 }
 
 /** How much one user may hold at once (null or absent: no limit). */

@@ -17,6 +17,11 @@ export type ExecOptions = {
   /** run as this user (only a root process can); e.g. an MPS daemon belongs to the session's owner */
   uid?: number
   gid?: number
+  /**
+   * an open descriptor of ours that becomes the child's fd 3 (e.g. a folder opened without following links, which
+   * `mount --bind /proc/self/fd/3` binds exactly); nothing else of ours is inherited
+   */
+  passFd?: number
 }
 
 export interface Executor {

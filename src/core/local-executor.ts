@@ -23,7 +23,11 @@ export class LocalExecutor implements Executor {
       const result = await spawn(file, args, {
         signal: abort.signal,
         env: options.env,
-        ...(options.input !== undefined ? {stdin: {string: options.input}} : {}),
+        ...(options.passFd !== undefined
+          ? {stdio: [options.input !== undefined ? {string: options.input} : 'pipe', 'pipe', 'pipe', options.passFd]}
+          : options.input !== undefined
+            ? {stdin: {string: options.input}}
+            : {}),
         ...(options.uid !== undefined ? {uid: options.uid} : {}),
         ...(options.gid !== undefined ? {gid: options.gid} : {}),
         // Its own process group: a terminal's Ctrl-C reaches only us, so the step in flight can finish

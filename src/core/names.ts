@@ -10,6 +10,8 @@ export const LABELS = {
   migUuid: `${LABEL_PREFIX}.mig-uuid`,
   image: `${LABEL_PREFIX}.image`,
   version: `${LABEL_PREFIX}.version`,
+  /** a throwaway container, created and never started, that `up` looks into an image through */
+  probe: `${LABEL_PREFIX}.probe`,
 } as const
 
 /** Shared by every user on the box, so that sessions of different users see each other's leases. */
@@ -62,8 +64,20 @@ export const CONTAINER_MPS_STATUS_FILE = '/run/gpu-cosplay/mps/status'
 export const UNPRIVILEGED_MPS_STATUS_FILE = '/tmp/gpu-cosplay/mps/status'
 /** What the entrypoint writes once a container where nothing runs as root is set up (readiness waits for it). */
 export const UNPRIVILEGED_READY_MARKER = '/tmp/gpu-cosplay/ready'
+/** The same for the root entrypoint of an image without sshd: the session user is made and their home handed over. */
+export const CONTAINER_READY_MARKER = '/etc/gpu-cosplay/ready'
 
-export const STEP_KINDS = ['set-persistence', 'enable-mig', 'create-gi', 'create-ci', 'lock-clocks', 'set-power-limit', 'start-mps', 'start-container'] as const
+export const STEP_KINDS = [
+  'set-persistence',
+  'enable-mig',
+  'create-gi',
+  'create-ci',
+  'lock-clocks',
+  'set-power-limit',
+  'start-mps',
+  'stage-mounts',
+  'start-container',
+] as const
 export type StepKind = (typeof STEP_KINDS)[number]
 
 export const DEBUG_NS = {

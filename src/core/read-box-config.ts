@@ -4,6 +4,7 @@ import * as z from 'zod'
 
 import {BOX_CONFIG_FILE, type BoxConfig} from './box-config.js'
 import {durationMs} from './duration.js'
+import {byteSizeOf} from './units.js'
 import {readTextIfExists, UnsafeFileError} from './json-file.js'
 
 const absolutePath = z.string().regex(/^\/[^\0\n]*$/, 'an absolute path')
@@ -15,6 +16,11 @@ const duration = z
 const limit = z.number().int().nonnegative().nullable().optional()
 const quotaLimits = z.strictObject({sessions: limit, slices: limit})
 const name = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}\$?$/, 'a user or group name')
+const size = z
+  .string()
+  .refine((text) => (byteSizeOf(text) ?? 0) > 0, 'a size such as 512m, 16g')
+  .nullable()
+  .optional()
 
 const BoxConfigSchema = z.strictObject({
   version: z.literal(1),
@@ -35,6 +41,10 @@ const BoxConfigSchema = z.strictObject({
     .extend({groups: z.record(name, quotaLimits).optional(), users: z.record(name, quotaLimits).optional()})
     .strict()
     .optional(),
+  /** a member's container: optional (absent: CONTAINER_LIMIT_DEFAULTS), null for no limit */
+  containerMemory: size,
+  containerPids: z.number().int().positive().nullable().optional(),
+  shmSizeMax: size,
 })
 
 export type BoxConfigRead = {ok: true; config: BoxConfig} | {ok: false; why: string} | null

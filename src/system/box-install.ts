@@ -11,7 +11,7 @@ import path from 'node:path'
 import {dump} from 'js-yaml'
 
 import {listSessions} from '../apply/book-store.js'
-import {BOX_CONFIG_DIR, BOX_CONFIG_FILE, type BoxConfig} from '../core/box-config.js'
+import {BOX_CONFIG_DIR, BOX_CONFIG_FILE, type BoxConfig, CONTAINER_LIMIT_DEFAULTS} from '../core/box-config.js'
 import {readBoxConfig} from '../core/read-box-config.js'
 import {parseDuration} from '../core/duration.js'
 import {InputError, StateError} from '../core/errors.js'
@@ -22,6 +22,7 @@ import {readTextIfExists, UnsafeFileError, writeTextAtomic} from '../core/json-f
 import {ensureDirMode} from '../core/settle-dir.js'
 import {SHARED_STATE_DIR} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
+import {byteSizeOf} from '../core/units.js'
 import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SETSID, SUDOERS_PATH} from './entry-point.js'
 import {installReaper, removeReaper, rootCommand} from './reaper-timer.js'
 import {whyNotRootOnly, whyNotRootsEntry, whyTreeNotRootOnly} from './trusted-path.js'
@@ -42,6 +43,10 @@ export type InstallRequest = {
   /** the box's quota per member: a count, or 'none'; per-group and per-user overrides are edited in the YAML */
   quotaSessions?: string
   quotaSlices?: string
+  /** a member's container: a size (`64g`) or count, or 'none' for no limit; absent: kept (a box that never set one gets the defaults) */
+  containerMemory?: string
+  containerPids?: string
+  shmSizeMax?: string
 }
 
 export type InstallItem = {what: string; path: string; action: 'created' | 'updated' | 'unchanged'}
@@ -139,6 +144,7 @@ function resolveConfig(request: InstallRequest, before: BoxConfig | null): BoxCo
     engine: ENGINE_PATH,
     allowContainerSudo: request.allowContainerSudo ?? before?.allowContainerSudo ?? false,
     ...fairShareOf(request, before),
+    ...containerLimitsFrom(request, before),
   }
   for (const [flag, file] of [
     ['--state-dir', config.stateDir],
@@ -205,6 +211,33 @@ function fairShareOf(request: InstallRequest, before: BoxConfig | null): Partial
   }
 }
 
+/**
+ * A member's container limits: each flag given replaces its setting ('none': no limit, kept as null), the others are
+ * kept; a setting never given stays out of the file, and the engine applies CONTAINER_LIMIT_DEFAULTS.
+ */
+function containerLimitsFrom(request: InstallRequest, before: BoxConfig | null): Partial<BoxConfig> {
+  const size = (text: string, flag: string) => {
+    if ((byteSizeOf(text) ?? 0) <= 0) throw new InputError('BAD_SIZE', `${flag} ${text}: not a size (e.g. 64g, 512m), or none`)
+    return text
+  }
+  const count = (text: string, flag: string) => {
+    if (!/^[1-9]\d*$/.test(text)) throw new InputError('BAD_LIMIT', `${flag} ${text}: not a count (or none)`)
+    return Number(text)
+  }
+  const pick = <T>(given: string | undefined, flag: string, was: T | null | undefined, parse: (text: string, flag: string) => T): {value: T | null} | null => {
+    if (given === undefined) return was === undefined ? null : {value: was}
+    return {value: given === 'none' ? null : parse(given, flag)}
+  }
+  const memory = pick(request.containerMemory, '--container-memory', before?.containerMemory, size)
+  const pids = pick(request.containerPids, '--container-pids', before?.containerPids, count)
+  const shm = pick(request.shmSizeMax, '--shm-size-max', before?.shmSizeMax, size)
+  return {
+    ...(memory ? {containerMemory: memory.value} : {}),
+    ...(pids ? {containerPids: pids.value} : {}),
+    ...(shm ? {shmSizeMax: shm.value} : {}),
+  }
+}
+
 function renderConfig(config: BoxConfig): string {
   return `# gpu-cosplay on this box: written by \`gpu-cosplay system install\` (run it again to change a setting).
 # Root's alone: the engine takes the state directory and the programs it runs from here and nowhere else.
@@ -212,6 +245,8 @@ function renderConfig(config: BoxConfig): string {
 #   defaultTtl: 8h        maxTtl: 24h        idleReclaim: 2h        (durations: 90s, 30m, 8h, 1h30m, 2d)
 #   quotas: {sessions: 2, slices: 4, groups: {ml: {sessions: 4}}, users: {alice: {slices: 8}}}
 #   (a user's own entry, else the most generous of their groups', else the box's; root has none)
+# A member's container (optional; system install --container-memory/--container-pids/--shm-size-max; null: no limit):
+#   containerMemory: ${CONTAINER_LIMIT_DEFAULTS.containerMemory}   containerPids: ${CONTAINER_LIMIT_DEFAULTS.containerPids}   shmSizeMax: ${CONTAINER_LIMIT_DEFAULTS.shmSizeMax}   (the defaults, when a setting is absent)
 ${dump(config, {lineWidth: -1})}`
 }
 

@@ -7,9 +7,20 @@
  */
 import {jest} from '@jest/globals'
 
-import {BASE_IMAGE, containersOf, docker, NO_SSHD_IMAGE, World} from './support.js'
+import {BASE_IMAGE, containersOf, docker, NO_SSHD_IMAGE, version, World} from './support.js'
 
 jest.setTimeout(180_000)
+
+/**
+ * The faults, as images of the default one: a session's --env values never reach its container's root part (the
+ * entrypoint, the stub runtime hook, the MPS daemon it starts), an image's own variables do.
+ */
+const FAULTS = {
+  // the stub runtime hook then installs no MPS control binary (a driver install without it)
+  noMpsControl: {image: 'gpu-cosplay-e2e-fault:no-mps-control', env: 'GPU_COSPLAY_E2E_NO_MPS_CONTROL=1'},
+  // the MPS stand-in's -d fails
+  mpsFail: {image: 'gpu-cosplay-e2e-fault:mps-fail', env: 'GPU_COSPLAY_SIM_MPS_FAIL=-d'},
+} as const
 
 let world: World
 beforeAll(() => {
@@ -22,6 +33,10 @@ beforeAll(() => {
     builder.cleanup()
   }
   docker(['build', '-q', '-t', NO_SSHD_IMAGE, '-'], `FROM ${BASE_IMAGE}\nRUN rm -f /usr/sbin/sshd\n`)
+  for (const {image, env} of Object.values(FAULTS)) docker(['build', '-q', '-t', image, '-'], `FROM gpu-cosplay:${version()}\nENV ${env}\n`)
+})
+afterAll(() => {
+  for (const {image} of Object.values(FAULTS)) docker(['rmi', image], undefined, {allowFail: true})
 })
 beforeEach(() => {
   world = new World()
@@ -34,8 +49,8 @@ const mpsChecks = (verify: {json: {checks: {name: string; status: string; detail
 
 describe('up fails when the plan needs MPS and the daemon does not run; nothing is left', () => {
   it.each([
-    ['no nvidia-cuda-mps-control in the container', ['--env', 'GPU_COSPLAY_E2E_NO_MPS_CONTROL=1'], /no nvidia-cuda-mps-control in this container/],
-    ['the daemon fails to start (-d)', ['--env', 'GPU_COSPLAY_SIM_MPS_FAIL=-d'], /nvidia-cuda-mps-control -d failed/],
+    ['no nvidia-cuda-mps-control in the container', ['--image', FAULTS.noMpsControl.image], /no nvidia-cuda-mps-control in this container/],
+    ['the daemon fails to start (-d)', ['--image', FAULTS.mpsFail.image], /nvidia-cuda-mps-control -d failed/],
   ])('%s', (_what, flags, reason) => {
     const before = world.gpuState()
     const failed = up(...flags)
@@ -49,7 +64,7 @@ describe('up fails when the plan needs MPS and the daemon does not run; nothing 
 
   it('with --no-mps the same container comes up, planned without MPS; verify SKIPs the MPS checks', () => {
     const before = world.gpuState()
-    const plain = up('--no-mps', '--env', 'GPU_COSPLAY_E2E_NO_MPS_CONTROL=1')
+    const plain = up('--no-mps', '--image', FAULTS.noMpsControl.image)
     expect({exit: plain.exitCode, error: plain.json.error}).toEqual({exit: 0, error: undefined})
     expect({mps: plain.json.mps, planned: plain.json.plan.mps}).toEqual({mps: null, planned: null})
     expect(docker(['exec', plain.json.container.id, 'test', '-e', '/run/gpu-cosplay/mps/status'], undefined, {allowFail: true})).toBeNull()

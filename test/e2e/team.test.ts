@@ -4,9 +4,10 @@
  * brings up a container session, reaches it over ssh with their `--env` values intact, cannot end the other's, and
  * takes theirs down; the GPU ends as it was found.
  *
- * Contract with the TS side this test relies on (issue 10): `up` passes the user's `--env` names to the container in
- * GPU_COSPLAY_USER_ENV_NAMES, and, where MPS is planned, GPU_COSPLAY_MPS_THREAD_PCT / _PINNED_MEM_LIMIT_MIB and
- * CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY; `up --json` has `mps`.
+ * Contract with the TS side this test relies on (issues 10, 27): `up` writes the user's `--env` values into the session
+ * user's files once the container is ready (container/user-env.ts, as that user; never through the root entrypoint),
+ * and, where MPS is planned, passes GPU_COSPLAY_MPS_THREAD_PCT / _PINNED_MEM_LIMIT_MIB and CUDA_MPS_PIPE_DIRECTORY /
+ * CUDA_MPS_LOG_DIRECTORY; `up --json` has `mps`.
  */
 import {chmodSync, chownSync, mkdirSync, statSync} from 'node:fs'
 import {jest} from '@jest/globals'
@@ -107,7 +108,7 @@ describe('two users on one GPU, one shared state directory', () => {
   })
 
   it('any --env value arrives literally over ssh and in a login shell, newlines too', () => {
-    // needs `up` to pass the names in GPU_COSPLAY_USER_ENV_NAMES
+    // needs `up` to write them as the session user (container/user-env.ts)
     expect(world.cli(['ssh', names.a, '--', 'printenv', 'TRICKY']).stdout).toBe(`${TRICKY}\n`)
     expect(world.cli(['ssh', names.a, '--', 'printenv', 'HF_HOME']).stdout).toBe('/data/hf\n')
     expect(mate.cli(['ssh', names.b, '--', 'printenv', 'MULTILINE']).stdout).toBe(`${MULTILINE}\n`)

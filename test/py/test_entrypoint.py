@@ -1,8 +1,11 @@
-"""docker/entrypoint.sh: the session environment it writes carries hostile values verbatim and runs nothing.
+"""docker/entrypoint.sh: the session environment it writes carries hostile values verbatim and runs nothing; its root
+part starts from a fixed environment; the user's --env values are written by the user, never by root.
 
-Runs the entrypoint's write_session_env in a temporary root (GPU_COSPLAY_ENTRYPOINT_LIB=1 only defines the
-functions), then reads the two files back the way their consumers do: ~/.ssh/environment as sshd does
-(NAME=VALUE per line, literal) and /etc/profile.d/gpu-cosplay.sh by sourcing it in sh and in bash.
+Runs the entrypoint's write_session_env / write_user_env in a temporary root (GPU_COSPLAY_ENTRYPOINT_LIB=1 only defines
+the functions), then reads the files back the way their consumers do: ~/.ssh/environment as sshd does (NAME=VALUE per
+line, literal) and /etc/profile.d/gpu-cosplay.sh by sourcing it in sh and in bash. The fixed environment is tested by
+running the entrypoint itself, with a command (`entrypoint.sh env -0`: it execs its arguments once its environment is
+fixed).
 """
 import json
 import os
@@ -34,6 +37,29 @@ HOSTILE = {
 NEWLINE = {"GPU_COSPLAY_NEWLINE": "line1\nGPU_COSPLAY_INJECTED=1\nexport LD_PRELOAD=/tmp/evil.so"}
 NOT_PERSISTED = {"GPU_COSPLAY_SSH_PUBKEY": "ssh-ed25519 AAAA test", "GPU_COSPLAY_UID": "1234", "LD_PRELOAD": "/x.so",
                  "SECRET_TOKEN": "hunter2"}
+# the image's PATH, as the fixed environment keeps it for the sessions
+IMAGE_PATH = {"GPU_COSPLAY_IMAGE_ENV_PATH": "/opt/conda/bin:/usr/bin:/bin"}
+
+
+def as_user_argv(argv):
+    """argv that runs as `nobody` when the tests run as root (write_user_env refuses root), else as is."""
+    if os.getuid() != 0:
+        return argv
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"] + argv
+
+
+def give_to_nobody(*paths):
+    if os.getuid() != 0:
+        return
+    nobody = pwd.getpwnam("nobody")
+    for path in paths:
+        for dirpath, dirnames, filenames in os.walk(path):
+            for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
+                os.chown(name, nobody.pw_uid, nobody.pw_gid)
+
+
+def user_uid():
+    return pwd.getpwnam("nobody").pw_uid if os.getuid() == 0 else os.getuid()
 
 
 @unittest.skipUnless(shutil.which("bash"), "needs bash")
@@ -42,8 +68,8 @@ class SessionEnvTest(unittest.TestCase):
         self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-")
         self.pwned = os.path.join(self.root, "pwned")
         self.values = {k: v.replace("{pwned}", self.pwned) for k, v in {**HOSTILE, **NEWLINE}.items()}
-        env = {"PATH": "/opt/conda/bin:/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1",
-               **self.values, **NOT_PERSISTED}
+        env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1",
+               **self.values, **NOT_PERSISTED, **IMAGE_PATH}
         result = subprocess.run(["bash", "-c", '. "$1" && write_session_env /home/u', "entrypoint", ENTRYPOINT],
                                 env=env, capture_output=True, text=True)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -98,10 +124,12 @@ class SessionEnvTest(unittest.TestCase):
             self.assertEqual(sh_values[name], "<unset>", name)
         self.assertNotIn("GPU_COSPLAY_ENTRYPOINT_LIB", ssh_names)
 
-    def test_permit_user_environment_lists_exactly_the_written_names(self):
-        with open(os.path.join(self.root, "etc/gpu-cosplay/permit-user-environment")) as f:
-            allowed = f.read().strip().split(",")
-        self.assertEqual(sorted(allowed), sorted(self.read_ssh_environment()))
+    def test_the_ssh_environment_starts_as_the_base_the_user_side_extends(self):
+        self.assertEqual(read(self.ssh_env), read(os.path.join(self.root, "etc/gpu-cosplay/ssh-environment")))
+
+    def test_the_image_variables_are_persisted_under_their_own_names(self):
+        self.assertNotIn("GPU_COSPLAY_IMAGE_ENV_PATH", self.read_ssh_environment())
+        self.assertEqual(self.sourced("sh")["PATH"], IMAGE_PATH["GPU_COSPLAY_IMAGE_ENV_PATH"])
 
     def test_profile_script_round_trips_in_sh_and_bash(self):
         for shell in ("sh", "bash"):
@@ -119,30 +147,41 @@ class SessionEnvTest(unittest.TestCase):
         self.assertEqual([p for p in os.listdir(self.root) if p.startswith("pwned")], [])
 
 
-@unittest.skipUnless(shutil.which("bash"), "needs bash")
+@unittest.skipUnless(shutil.which("bash") and (os.getuid() != 0 or shutil.which("setpriv")), "needs bash (and setpriv as root)")
 class UserEnvTest(unittest.TestCase):
-    """Every name in GPU_COSPLAY_USER_ENV_NAMES (the user's --env) reaches ssh sessions and login shells literally."""
+    """The user's --env values: written by write_user_env as the session user (values on stdin), read literally by ssh
+    sessions and login shells; the root part writes only fixed files."""
 
     USER_VALUES = {
         "HF_HOME": "/data/hf",
         "MY_QUOTES": "it's \"quoted\" $HOME `id` $(id)",
         "MY_TRAILING": "ends with a backslash\\",
         "MY_MULTILINE": "first line\nsecond 'line' $HOME\nMY_INJECTED=1",
+        "PATH": "/workspace/bin:/usr/bin:/bin",
     }
 
     BASHRC = '# System-wide .bashrc file\n# If not running interactively, don\'t do anything\n[ -z "$PS1" ] && return\n'
 
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-")
+        os.chmod(self.root, 0o755)
+        self.home = os.path.join(self.root, "home/u")
         self.profile = os.path.join(self.root, "etc/profile.d/gpu-cosplay.sh")
         self.bashrc = os.path.join(self.root, "etc/bash.bashrc")
         os.makedirs(os.path.dirname(self.bashrc))
         with open(self.bashrc, "w") as f:
             f.write(self.BASHRC)
-        env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1", **self.USER_VALUES,
-               "NOT_GIVEN": "stays out", "GPU_COSPLAY_USER_ENV_NAMES": " ".join(list(self.USER_VALUES) + ["UNSET_NAME", "1BAD"])}
-        result = subprocess.run(["bash", "-c", '. "$1" && write_session_env /home/u', "entrypoint", ENTRYPOINT],
-                                env=env, capture_output=True, text=True)
+        # the root part: gpu-cosplay's values and the image's, nothing of the user's
+        root_env = {"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1", "GPU_COSPLAY_NAME": "NVIDIA GeForce RTX 3090",
+                    **IMAGE_PATH}
+        result = subprocess.run(["bash", "-c", '. "$1" && write_session_env /home/u "$2"', "entrypoint", ENTRYPOINT, str(user_uid())],
+                                env=root_env, capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        give_to_nobody(self.home)
+        # the user part, as the user: NAME=VALUE pairs on stdin, each ended by a NUL
+        pairs = "".join("%s=%s\0" % item for item in self.USER_VALUES.items()) + "1BAD=x\0no equals sign\0"
+        result = subprocess.run(as_user_argv(["bash", "-c", '. "$1" && write_user_env /home/u', "entrypoint", ENTRYPOINT]), input=pairs,
+                                env={"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1"}, capture_output=True, text=True)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.stderr = result.stderr
         self.ssh_env = self.read_ssh_env()
@@ -152,7 +191,7 @@ class UserEnvTest(unittest.TestCase):
 
     def read_ssh_env(self):
         result = {}
-        with open(os.path.join(self.root, "home/u/.ssh/environment")) as f:
+        with open(os.path.join(self.home, ".ssh/environment")) as f:
             for line in f.read().split("\n"):
                 if line and not line.startswith("#") and "=" in line:
                     name, value = line.split("=", 1)
@@ -161,20 +200,39 @@ class UserEnvTest(unittest.TestCase):
 
     def as_sshd_runs(self, script, login_shell="bash"):
         """`ssh host cmd`: sshd sets exactly the ~/.ssh/environment values, then runs `$SHELL -c cmd`."""
-        env = {"PATH": "/usr/bin:/bin", **self.ssh_env}
+        env = {"HOME": self.home, **self.ssh_env}
         if "BASH_ENV" in env:  # the container path, seen from here
             env["BASH_ENV"] = self.root + env["BASH_ENV"]
-        result = subprocess.run([login_shell, "-c", script], env=env, capture_output=True, text=True)
+        result = subprocess.run(as_user_argv([login_shell, "-c", script]), env=env, capture_output=True, text=True)
         self.assertEqual(result.returncode, 0, result.stderr)
         return result.stdout
 
-    def test_single_line_values_are_in_the_ssh_environment_literally(self):
-        for name in ("HF_HOME", "MY_QUOTES", "MY_TRAILING"):
+    def test_root_writes_none_of_them(self):
+        for path in (self.profile, os.path.join(self.root, "etc/gpu-cosplay/ssh-environment")):
+            text = read(path)
+            for name, value in self.USER_VALUES.items():
+                if name != "PATH":
+                    self.assertNotIn(name, text, path)
+            self.assertNotIn("/workspace/bin", text, path)
+
+    def test_the_user_files_are_the_users_and_private(self):
+        for path in (os.path.join(self.home, ".ssh/environment"), os.path.join(self.home, ".gpu-cosplay/session-env.sh")):
+            self.assertEqual(os.stat(path).st_uid, user_uid(), path)
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600, path)
+
+    def test_write_user_env_refuses_to_run_as_root(self):
+        if os.getuid() != 0:
+            self.skipTest("needs root")
+        result = subprocess.run(["bash", "-c", '. "$1" && write_user_env /home/u', "entrypoint", ENTRYPOINT], input="A=1\0",
+                                env={"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1"}, capture_output=True, text=True)
+        self.assertNotEqual(result.returncode, 0)
+
+    def test_single_line_values_are_in_the_ssh_environment_literally_after_the_base(self):
+        for name in ("HF_HOME", "MY_QUOTES", "MY_TRAILING", "PATH"):
             self.assertEqual(self.ssh_env[name], self.USER_VALUES[name], name)
-        for name in ("NOT_GIVEN", "UNSET_NAME", "1BAD", "GPU_COSPLAY_USER_ENV_NAMES", "MY_INJECTED"):
+        self.assertEqual(self.ssh_env["GPU_COSPLAY_NAME"], "NVIDIA GeForce RTX 3090")
+        for name in ("1BAD", "MY_INJECTED", "MY_MULTILINE"):
             self.assertNotIn(name, self.ssh_env)
-        with open(os.path.join(self.root, "etc/gpu-cosplay/permit-user-environment")) as f:
-            self.assertEqual(sorted(f.read().strip().split(",")), sorted(self.ssh_env))
 
     def test_every_value_reaches_ssh_host_cmd_through_bash(self):
         for name, value in self.USER_VALUES.items():
@@ -187,9 +245,9 @@ class UserEnvTest(unittest.TestCase):
 
     def test_bash_started_by_sshd_gets_them_through_bash_bashrc(self):
         # Debian's bash run by sshd (SSH_CLIENT set) reads /etc/bash.bashrc, not BASH_ENV: as it does, by hand
-        env = {"PATH": "/usr/bin:/bin", **self.ssh_env, "BASH_ENV": self.root + self.ssh_env["BASH_ENV"]}
+        env = {"PATH": "/usr/bin:/bin", "HOME": self.home, **self.ssh_env, "BASH_ENV": self.root + self.ssh_env["BASH_ENV"]}
         script = '. "$1"; printf %s "$MY_MULTILINE"; printf "|%s" "${BASH_ENV-unset}"'
-        result = subprocess.run(["bash", "-c", script, "bash", self.bashrc], env=env, capture_output=True, text=True)
+        result = subprocess.run(as_user_argv(["bash", "-c", script, "bash", self.bashrc]), env=env, capture_output=True, text=True)
         self.assertEqual(result.stdout, self.USER_VALUES["MY_MULTILINE"] + "|unset", result.stderr)
         with open(self.bashrc) as f:
             self.assertTrue(f.read().endswith(self.BASHRC))
@@ -203,15 +261,140 @@ class UserEnvTest(unittest.TestCase):
         with open(self.bashrc) as f:
             self.assertEqual(f.read().count("values ssh cannot carry"), 1)
 
-    def test_login_shells_get_every_value(self):
+    def test_login_shells_of_the_user_get_every_value(self):
         for shell in ("sh", "bash"):
             for name, value in self.USER_VALUES.items():
-                result = subprocess.run([shell, "-c", '. "$1"; printf %%s "$%s"' % name, shell, self.profile],
-                                        env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+                result = subprocess.run(as_user_argv([shell, "-c", '. "$1"; printf %%s "$%s"' % name, shell, self.profile]),
+                                        env={"PATH": "/usr/bin:/bin", "HOME": self.home}, capture_output=True, text=True)
                 self.assertEqual(result.stdout, value, "%s %s" % (shell, name))
+
+    def test_a_login_shell_of_another_uid_does_not_read_the_users_file(self):
+        if os.getuid() != 0:
+            self.skipTest("needs root to be another uid than the session user")
+        result = subprocess.run(["sh", "-c", '. "$1"; printf %s "${HF_HOME-unset}"', "sh", self.profile],
+                                env={"PATH": "/usr/bin:/bin", "HOME": self.home}, capture_output=True, text=True)
+        self.assertEqual(result.stdout, "unset")
 
     def test_the_newline_values_are_named_in_the_log(self):
         self.assertIn("MY_MULTILINE", self.stderr)
+
+
+def make_fake_tools(folder, marker):
+    """Programs the root part might look up on PATH, each writing `marker` (with its uid) when run."""
+    os.makedirs(folder, exist_ok=True)
+    for tool in ("bash", "env", "sh", "id", "getent", "grep", "sort", "mkdir", "chown", "stat", "cat", "sleep", "printenv"):
+        path = os.path.join(folder, tool)
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\nid -u >>%s\nexec /usr/bin/%s \"$@\"\n" % (marker, tool if tool != "sh" else "dash"))
+        os.chmod(path, 0o755)
+
+
+@unittest.skipUnless(shutil.which("bash") and os.path.exists("/bin/bash"), "needs /bin/bash")
+class FixedEnvironmentTest(unittest.TestCase):
+    """The entrypoint run as PID 1's child is: whatever else is in its environment, its root part sees a fixed one."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-env-")
+        self.marker = os.path.join(self.dir, "ran")
+        make_fake_tools(os.path.join(self.dir, "evil"), self.marker)
+        with open(os.path.join(self.dir, "x.sh"), "w") as f:
+            f.write("id -u >>%s\n" % self.marker)
+        self.hostile = {
+            "PATH": os.path.join(self.dir, "evil") + ":/usr/bin:/bin",
+            "BASH_ENV": os.path.join(self.dir, "x.sh"),
+            "ENV": os.path.join(self.dir, "x.sh"),
+            "LD_PRELOAD": "/nonexistent/evil.so",
+            "LD_LIBRARY_PATH": os.path.join(self.dir, "evil"),
+            "BASH_FUNC_compgen%%": "() { id -u >>%s; }" % self.marker,
+            "SECRET_TOKEN": "hunter2",
+            "GPU_COSPLAY_NAME": "NVIDIA GeForce RTX 3090",
+            "GPU_COSPLAY_UID": "1234",
+            "NVIDIA_VISIBLE_DEVICES": "MIG-1",
+        }
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def run_entrypoint(self, *argv):
+        return subprocess.run([ENTRYPOINT, *argv], env=self.hostile, capture_output=True, timeout=60)
+
+    def test_the_command_it_runs_sees_only_gpu_cosplays_variables(self):
+        result = self.run_entrypoint("/usr/bin/env", "-0")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        env = dict(item.split("=", 1) for item in result.stdout.decode().split("\0") if item)
+        for name in ("BASH_ENV", "ENV", "LD_PRELOAD", "LD_LIBRARY_PATH", "SECRET_TOKEN", "BASH_FUNC_compgen%%"):
+            self.assertNotIn(name, env)
+        self.assertEqual(env["PATH"], "/usr/sbin:/usr/bin:/sbin:/bin")
+        self.assertEqual(env["HOME"], "/root")
+        self.assertEqual(env["GPU_COSPLAY_NAME"], "NVIDIA GeForce RTX 3090")
+        self.assertEqual(env["NVIDIA_VISIBLE_DEVICES"], "MIG-1")
+        # the image's variables, kept for the sessions under names root does not use
+        self.assertEqual(env["GPU_COSPLAY_IMAGE_ENV_PATH"], self.hostile["PATH"])
+        self.assertEqual(env["GPU_COSPLAY_IMAGE_ENV_LD_LIBRARY_PATH"], self.hostile["LD_LIBRARY_PATH"])
+
+    def test_nothing_of_the_environment_runs(self):
+        self.run_entrypoint("/usr/bin/true")
+        self.run_entrypoint("true")
+        self.assertFalse(os.path.exists(self.marker), read(self.marker) if os.path.exists(self.marker) else "")
+
+
+@unittest.skipUnless(shutil.which("bash") and os.getuid() == 0 and shutil.which("mount"), "needs root and mount")
+class WorkspaceTest(unittest.TestCase):
+    """claim_workspace: the image's own /workspace becomes the user's; a mount, never (not even an empty root-owned one)."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-ws-")
+        self.workspace = os.path.join(self.root, "workspace")
+        os.makedirs(self.workspace)
+        self.mounted = None
+
+    def tearDown(self):
+        if self.mounted:
+            subprocess.run(["umount", self.mounted], check=False)
+        shutil.rmtree(self.root)
+
+    def claim(self):
+        result = subprocess.run(["bash", "-c", '. "$1"; set -euo pipefail; claim_workspace 4321 4322', "ep", ENTRYPOINT],
+                                env={"PATH": "/usr/bin:/bin", "ROOT": self.root, "GPU_COSPLAY_ENTRYPOINT_LIB": "1"},
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def bind(self, source, target):
+        subprocess.run(["mount", "--bind", source, target], check=True)
+        self.mounted = target
+
+    def test_an_empty_root_owned_mount_stays_roots(self):
+        source = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-src-")
+        try:
+            self.bind(source, self.workspace)
+            self.claim()
+            self.assertEqual(os.stat(self.workspace).st_uid, 0)
+        finally:
+            if self.mounted:
+                subprocess.run(["umount", self.mounted], check=True)
+                self.mounted = None
+            os.rmdir(source)
+
+    def test_the_images_own_folder_becomes_the_users(self):
+        open(os.path.join(self.workspace, "file"), "w").close()
+        self.claim()
+        self.assertEqual(os.stat(self.workspace).st_uid, 4321)
+        self.assertEqual(os.stat(os.path.join(self.workspace, "file")).st_uid, 4321)
+
+    def test_nothing_mounted_below_the_images_folder_is_chowned(self):
+        source = tempfile.mkdtemp(prefix="gpu-cosplay-entrypoint-src-")
+        open(os.path.join(source, "theirs"), "w").close()
+        inner = os.path.join(self.workspace, "data")
+        os.makedirs(inner)
+        try:
+            self.bind(source, inner)
+            self.claim()
+            self.assertEqual(os.stat(os.path.join(inner, "theirs")).st_uid, 0)
+        finally:
+            if self.mounted:
+                subprocess.run(["umount", self.mounted], check=True)
+                self.mounted = None
+            shutil.rmtree(source)
 
 
 def read(path):
@@ -260,19 +443,13 @@ class SshdSetupTest(unittest.TestCase):
         self.bash("relax_pam_loginuid")  # already optional (the cosplay image has it done at build): left alone
         self.assertEqual(os.stat(pam).st_ino, before)
 
-    def test_sshd_config_names_the_user_and_the_permitted_variables(self):
-        os.makedirs(os.path.join(self.root, "etc/gpu-cosplay"))
-        with open(os.path.join(self.root, "etc/gpu-cosplay/permit-user-environment"), "w") as f:
-            f.write("GPU_COSPLAY_NAME,PATH\n")
+    def test_sshd_config_names_the_user_and_reads_the_users_environment_file(self):
         self.bash("write_sshd_config alice")
         config = read(os.path.join(self.root, "etc/gpu-cosplay/sshd_config")).split("\n")
         self.assertIn("AllowUsers alice", config)
-        self.assertIn("PermitUserEnvironment GPU_COSPLAY_NAME,PATH", config)
+        # sshd reads ~/.ssh/environment once it is the user (OpenSSH: do_setusercontext, then do_setup_env)
+        self.assertIn("PermitUserEnvironment yes", config)
         self.assertIn("UsePAM no", config)  # no /etc/pam.d/sshd in this root
-
-    def test_sshd_config_without_a_permit_file_permits_none(self):
-        self.bash("write_sshd_config alice")
-        self.assertIn("PermitUserEnvironment none", read(os.path.join(self.root, "etc/gpu-cosplay/sshd_config")).split("\n"))
 
 
 @unittest.skipUnless(shutil.which("bash"), "needs bash")

@@ -54,14 +54,14 @@ describe('fit report', () => {
 })
 
 describe('the container step as journaled', () => {
-  it("records the spec with the user's --env values redacted, and starts the container with the real ones", async () => {
-    const {containerSteps, REDACTED} = await import('../../../src/container/session-container.js')
+  const spec = async (env: Record<string, string>) => {
+    const {containerSteps} = await import('../../../src/container/session-container.js')
     const {containerPrivileges} = await import('../../../src/container/container-privileges.js')
     const {planCosplay} = await import('../../../src/plan/plan-cosplay.js')
     const {planHostFromModel} = await import('../../../src/plan/plan-host.js')
     const {target, hostModel} = await import('../plan/catalog-for-tests.js')
     const plan = planCosplay(target('t4'), planHostFromModel(hostModel('h200')))
-    const session = {name: 's', target: {key: 't4', name: 'Tesla T4'}, plan, mig: {uuid: 'MIG-1'}} as never
+    const session = {name: 's', owner: {uid: 1234, user: 'alice'}, target: {key: 't4', name: 'Tesla T4'}, plan, mig: {uuid: 'MIG-1'}} as never
     const live = {index: 0, uuid: 'GPU-1', memoryTotalMiB: 143771} as never
     const options = {
       image: {id: 'sha256:img', isCosplayImage: true, env: {}},
@@ -71,7 +71,10 @@ describe('the container step as journaled', () => {
       authorizedKeys: ['ssh-ed25519 AAAA'],
       workspace: '/w',
       volumes: [],
-      env: {API_TOKEN: 'hunter2', GPU_COSPLAY_USER: 'mallory'},
+      env,
+      stateDir: '/state',
+      pinned: null,
+      privateOwner: null,
       sshPort: 2222,
       sshBind: '127.0.0.1',
       shmSizeBytes: null,
@@ -86,15 +89,43 @@ describe('the container step as journaled', () => {
       undo: async () => undefined,
       apply: async (_c: unknown, params: any) => ((applied = params), {}),
     }
-    const [step] = containerSteps(options, impl as never)(session, live)
-    const recorded = JSON.parse(JSON.stringify(step.params)).spec
-    expect(recorded.env.API_TOKEN).toBe(REDACTED)
-    // the tool's own value wins over --env and stays readable for ssh/exec
-    expect(recorded.env.GPU_COSPLAY_USER).toBe('alice')
-    // the container is made from the image's ID; the journal names the image as the user did
-    expect(recorded.image).toBe('sha256:img')
-    expect(JSON.parse(JSON.stringify(step.params)).imageRef).toBe('img')
+    const [step] = containerSteps(options, {start: impl, stage: impl} as never)(session, live)
     await step.impl.apply({} as never, step.params, {})
-    expect(applied.spec.env.API_TOKEN).toBe('hunter2')
+    return {journaled: JSON.parse(JSON.stringify(step.params)), applied}
+  }
+
+  it("puts none of the user's --env values, names or their list into the container's environment", async () => {
+    const {containerCreateOptions} = await import('../../../src/container/runtime.js')
+    const hostile = {
+      API_TOKEN: 'hunter2',
+      PATH: '/workspace/evil:/usr/bin',
+      BASH_ENV: '/workspace/x.sh',
+      ENV: '/workspace/x.sh',
+      LD_PRELOAD: '/workspace/x.so',
+      GPU_COSPLAY_USER: 'mallory',
+    }
+    const {applied} = await spec(hostile)
+    const created = containerCreateOptions(applied.spec)
+    const names = (created.Env ?? []).map((e: string) => e.slice(0, e.indexOf('=')))
+    for (const name of ['API_TOKEN', 'PATH', 'BASH_ENV', 'ENV', 'LD_PRELOAD', 'GPU_COSPLAY_USER_ENV_NAMES']) expect(names).not.toContain(name)
+    expect((created.Env ?? []).join('\n')).not.toMatch(/hunter2|\/workspace\/|mallory/)
+    // the tool's own value stays
+    expect(created.Env).toContain('GPU_COSPLAY_USER=alice')
+  })
+
+  it('journals the values as "(not recorded)" and hands the real ones to the step, for the session\'s private file', async () => {
+    const {REDACTED} = await import('../../../src/container/session-container.js')
+    const {journaled, applied} = await spec({API_TOKEN: 'hunter2'})
+    expect(JSON.stringify(journaled)).not.toContain('hunter2')
+    expect(journaled.userEnv).toEqual({file: '/state/users/1234/s.env', owner: null, values: {API_TOKEN: REDACTED}})
+    expect(applied.userEnv.values).toEqual({API_TOKEN: 'hunter2'})
+    // the container is made from the image's ID; the journal names the image as the user did
+    expect(journaled.spec.image).toBe('sha256:img')
+    expect(journaled.imageRef).toBe('img')
+  })
+
+  it('keeps no file for a session without --env values', async () => {
+    const {journaled} = await spec({})
+    expect(journaled.userEnv).toBeUndefined()
   })
 })
