@@ -160,6 +160,9 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     // docker exec sees Config.Env only: put the shim first on PATH there too
     const imagePath = o.image.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
     env.PATH = `${COSPLAY_DIR}/bin:${imagePath}`
+    // every Python of an image we could not put a .pth into (a venv, conda, a site-packages root does not own) loads the
+    // costume from here (runtime-hooks/site/sitecustomize.py, which then runs the image's own sitecustomize)
+    env.PYTHONPATH = [`${COSPLAY_DIR}/hooks/site`, o.image.env.PYTHONPATH].filter(Boolean).join(':')
     // an entrypoint that is not root cannot link the shim into the image: Docker mounts it there instead
     if (privileges.unprivileged) binds.push(`${path.join(o.packageRoot, 'runtime-hooks', 'nvidia-smi')}:${COSPLAY_DIR}/bin/nvidia-smi:ro`)
   }

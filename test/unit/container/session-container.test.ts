@@ -129,3 +129,36 @@ describe('the container step as journaled', () => {
     expect(journaled.userEnv).toBeUndefined()
   })
 })
+
+describe("a user's own image", () => {
+  it("loads the costume from the hooks' site folder first on PYTHONPATH, keeping the image's own after it", async () => {
+    const {containerSpecFor} = await import('../../../src/container/session-container.js')
+    const {containerPrivileges} = await import('../../../src/container/container-privileges.js')
+    const {planCosplay} = await import('../../../src/plan/plan-cosplay.js')
+    const {planHostFromModel} = await import('../../../src/plan/plan-host.js')
+    const {target, hostModel} = await import('../plan/catalog-for-tests.js')
+    const plan = planCosplay(target('t4'), planHostFromModel(hostModel('h200')))
+    const session = {name: 's', owner: {uid: 1234, user: 'alice'}, target: {key: 't4', name: 'Tesla T4'}, plan, mig: {uuid: 'MIG-1'}} as never
+    const live = {index: 0, uuid: 'GPU-1', memoryTotalMiB: 143771} as never
+    const specFor = (image: {isCosplayImage: boolean; env: Record<string, string>}) =>
+      containerSpecFor(session, live, {
+        image: {id: 'sha256:img', ...image},
+        imageRef: 'img',
+        privileges: containerPrivileges({sudo: false, isCosplayImage: image.isCosplayImage, inEngine: true, owner: {uid: 1234, gid: 1234}}),
+        owner: {uid: 1234, gid: 1234, user: 'alice'},
+        authorizedKeys: [],
+        workspace: '/w',
+        volumes: [],
+        env: {},
+        sshPort: null,
+        sshBind: '127.0.0.1',
+        shmSizeBytes: null,
+        hasTf32: false,
+        packageRoot: '/pkg',
+      } as never)
+    expect(specFor({isCosplayImage: false, env: {PYTHONPATH: '/opt/lib'}}).env.PYTHONPATH).toBe('/opt/gpu-cosplay/hooks/site:/opt/lib')
+    expect(specFor({isCosplayImage: false, env: {}}).env.PYTHONPATH).toBe('/opt/gpu-cosplay/hooks/site')
+    // ours has the .pth in every python it found at build
+    expect(specFor({isCosplayImage: true, env: {}}).env.PYTHONPATH).toBeUndefined()
+  })
+})
