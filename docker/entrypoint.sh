@@ -387,7 +387,15 @@ mount_points() {
   local point
   while read -r _ _ _ _ point _; do printf '%b\n' "$point"; done </proc/self/mountinfo
 }
-is_mount_point() { mount_points | grep -qxF -- "$1"; }
+# No `mount_points | grep -q`: grep leaving at the first match kills the writer (SIGPIPE), and under pipefail a found
+# mount point would then read as none, now and then (and the workspace mount be chowned).
+is_mount_point() {
+  local point
+  while IFS= read -r point; do
+    [ "$point" = "$1" ] && return 0
+  done < <(mount_points)
+  return 1
+}
 # Whether anything is mounted at or below the folder.
 has_mount_under() {
   local dir=${1%/} point

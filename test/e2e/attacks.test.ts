@@ -396,7 +396,7 @@ describe("3. root runs the member's code in their container", () => {
     {tag: 'dev', target: '/dev', source: (k) => emptyOf(k, 'dev')},
   ]
   const volumeOf = (t: TargetAttack, kit: ReturnType<typeof armed>) => `${t.source(kit)}:${t.target}${t.ro ? ':ro' : ''}`
-  const MOUNT_REFUSED = {exit: 4, code: 'MOUNT_NOT_ALLOWED'}
+  const MOUNT_REFUSED = {exit: 4, code: 'VOLUME_TARGET_NOT_ALLOWED'}
 
   describe('through gpu-cosplay', () => {
     it.each(ENV_ATTACKS)('up --env $name=$value: nothing of the member runs as root, no setuid-root file lands on the host', async ({tag, name, value}) => {
@@ -411,7 +411,7 @@ describe("3. root runs the member's code in their container", () => {
       })
     })
 
-    it.each(TARGETS)('up --volume SRC:$target is refused (MOUNT_NOT_ALLOWED, exit 4); nothing of the member runs as root', async (t) => {
+    it.each(TARGETS)('up --volume SRC:$target is refused (VOLUME_TARGET_NOT_ALLOWED, exit 4); nothing of the member runs as root', async (t) => {
       const before = watch.take()
       const kit = armed(`t3-cli-vol-${t.tag}`)
       const up = upAsB(nameB(`v-${t.tag}`), kit.ws, ['--volume', volumeOf(t, kit)])
@@ -473,13 +473,13 @@ describe("3. root runs the member's code in their container", () => {
     })
 
     const SOME = TARGETS.filter((t) => ['entrypoint', 'opt-bin', 'var-run', 'home', 'tmp-gpu-cosplay', 'etc', 'dev'].includes(t.tag))
-    it.each(SOME)('container.volumes target $target: MOUNT_NOT_ALLOWED (exit 4)', async (t) => {
+    it.each(SOME)('container.volumes target $target: VOLUME_TARGET_NOT_ALLOWED (exit 4)', async (t) => {
       const before = watch.take()
       const kit = armed(`t3-req-vol-${t.tag}`)
       const volume = {source: t.source(kit), target: t.target, readOnly: t.ro ?? false}
       const up = await request(box, B, [upRequest({name: nameB(`rv-${t.tag}`), container: containerRequest(kit.ws, pubB, {volumes: [volume]})})])
       expect(await finish({up: verdict(up), rootRan: rootRan(kit.out), setuidRoot: setuidRoot(kit.dir)}, before)).toEqual({
-        up: REFUSED(4, 'MOUNT_NOT_ALLOWED'),
+        up: REFUSED(4, 'VOLUME_TARGET_NOT_ALLOWED'),
         rootRan: [],
         setuidRoot: [],
         box: [],

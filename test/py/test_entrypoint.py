@@ -700,5 +700,28 @@ class MpsTest(unittest.TestCase):
         self.assertTrue(is_gone(pid))
 
 
+class MountPointTest(unittest.TestCase):
+    """is_mount_point under the entrypoint's `set -o pipefail`: a mount point found early in a long mount table must
+    read as found every time (a `mount_points | grep -q` would kill the writer with SIGPIPE and say "not a mount" now
+    and then, and claim_workspace would chown a mounted workspace)."""
+
+    def run_lib(self, script):
+        body = (
+            '. "$1"; set -euo pipefail; '
+            'mount_points() { printf "%s\\n" /workspace; for i in $(seq 1 20000); do printf "/mnt/filler-%s\\n" "$i"; done; }; '
+            + script
+        )
+        return subprocess.run(["bash", "-c", body, "entrypoint", ENTRYPOINT], env={"PATH": "/usr/bin:/bin", "GPU_COSPLAY_ENTRYPOINT_LIB": "1"},
+                              capture_output=True, text=True, timeout=120)
+
+    def test_a_mount_point_early_in_a_long_table_is_found_every_time(self):
+        result = self.run_lib('n=0; for k in 1 2 3 4 5 6 7 8 9 10; do is_mount_point /workspace && n=$((n+1)); done; echo "$n"')
+        self.assertEqual(result.stdout.strip(), "10", result.stderr)
+
+    def test_a_path_not_in_the_table_is_not_a_mount_point(self):
+        result = self.run_lib('if is_mount_point /work; then echo yes; else echo no; fi')
+        self.assertEqual(result.stdout.strip(), "no", result.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
