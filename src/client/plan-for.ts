@@ -11,6 +11,7 @@ import type {HostProbe} from '../host/types.js'
 import {type Achievable, achievableFor, type CalibrationLookup} from '../plan/achievable-for.js'
 import {planCosplay} from '../plan/plan-cosplay.js'
 import {hostModelFor, planHostFromModel, planHostFromProbe} from '../plan/plan-host.js'
+import type {RankHost} from '../plan/plan-ranks.js'
 import type {Objective, Plan, PlanHost, PlanOptions} from '../plan/types.js'
 import {currentCatalog, localSmi} from './context.js'
 
@@ -21,6 +22,8 @@ export type PlanRequest = PlanOptions & {
   readonly strict: boolean
   /** override what this host has (exports plan for a cluster, which runs no MPS daemon of ours) */
   readonly mpsAvailable?: boolean
+  /** `--count N`: N devices of the target in one session (plan/plan-ranks.ts); absent or 1: one */
+  readonly count?: number
 }
 
 /** `achievable`: the plan's figures as this host really delivers them (calibrate), next to the peaks */
@@ -53,13 +56,34 @@ export async function planFor(
   request: PlanRequest,
   smi: () => Smi,
 ): Promise<{plan: Plan; host: PlanHost; probe: HostProbe | null; calibration: CalibrationLookup}> {
+  const count = request.count ?? 1
   if (request.on !== undefined) {
     // A model stands for a host with a current driver, which ships the MPS control binary.
     const host = planHostFromModel(resolveHostModel(catalog, request.on), {mpsAvailable: request.mpsAvailable ?? true})
-    return {plan: planCosplay(target, host, request.objective, {}, request), host, probe: null, calibration: {status: 'model'}}
+    const plan =
+      count > 1
+        ? (await import('../plan/plan-ranks.js')).planRanks(target, [{host, held: {holders: []}}], request.objective, count, request)
+        : planCosplay(target, host, request.objective, {}, request)
+    return {plan, host, probe: null, calibration: {status: 'model'}}
   }
   const probe = await probeOrExplain(smi())
-  const gpu = pickGpu(probe, request.hostGpu ?? 0)
+  // --count N without --host-gpu may use every GPU of the box; otherwise the one asked (default 0)
+  const indexes = count > 1 && request.hostGpu === undefined ? probe.gpus.map((g) => g.index) : [pickGpu(probe, request.hostGpu ?? 0).index]
+  const hosts = await Promise.all(indexes.map((index) => probedHost(catalog, probe, index, request)))
+  const first = hosts[0]
+  if (count > 1) {
+    const {planRanks} = await import('../plan/plan-ranks.js')
+    const plan = planRanks(target, hosts, request.objective, count, request)
+    const placed = hosts.find((h) => h.host.index === plan.host.index) ?? first
+    return {plan, host: placed.host, probe, calibration: placed.calibration}
+  }
+  const {planOnGpu} = await import('../plan/plan-on-gpu.js')
+  return {plan: planOnGpu(target, first.host, request.objective, first.held, request), host: first.host, probe, calibration: first.calibration}
+}
+
+/** A probed GPU as the planner sees it: its calibration, and the GPU-wide values other sessions hold on it. */
+async function probedHost(catalog: Catalog, probe: HostProbe, index: number, request: PlanRequest): Promise<RankHost & {calibration: CalibrationLookup}> {
+  const gpu = pickGpu(probe, index)
   const model = hostModelFor(catalog, gpu)
   // the probed GPU's calibration moves the host's measured rates (reading it loads zod: only here, never for --on)
   const [{findMpsControl}, {planCalibration}] = await Promise.all([import('../host/mps.js'), import('./plan-calibration.js')])
@@ -69,14 +93,10 @@ export async function planFor(
     calibration:
       calibration.status === 'found' ? {fractions: calibration.calibration.fractions, file: calibration.file, driver: calibration.calibration.driver} : null,
   })
-  const [{findStateDir}, {bookPath, heldSettings, readBook}, {planOnGpu}] = await Promise.all([
-    import('../apply/state-dir.js'),
-    import('../apply/gpu-book.js'),
-    import('../plan/plan-on-gpu.js'),
-  ])
+  const [{findStateDir}, {bookPath, heldSettings, readBook}] = await Promise.all([import('../apply/state-dir.js'), import('../apply/gpu-book.js')])
   const stateDir = findStateDir(process.env, homedir())
   const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
-  return {plan: planOnGpu(target, host, request.objective, book ? heldSettings(book) : {holders: []}, request), host, probe, calibration}
+  return {host, held: book ? heldSettings(book) : {holders: []}, calibration}
 }
 
 async function probeOrExplain(smi: Smi): Promise<HostProbe> {

@@ -6,6 +6,7 @@ import {type PlanResult, planTarget} from '../client/plan-for.js'
 import {defaultImageTag} from '../container/cosplay-image.js'
 import {InputError} from '../core/errors.js'
 import {EXPORT_FORMATS, type ExportFormat, MIG_STRATEGIES, type MigStrategy} from '../export/export-input.js'
+import {COUNT_MAX} from '../plan/plan-ranks.js'
 import {OBJECTIVES} from '../plan/types.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostFlag} from '../shell/host-flag.js'
@@ -20,6 +21,7 @@ export default class Plan extends BaseCommand {
     '<%= config.bin %> plan 4090 --on h100-sxm --json',
     '<%= config.bin %> plan 3090 --on h200 -o k8s --out cosplay.yaml',
     '<%= config.bin %> plan 3090 --on h200 -o mig-parted --mix 3090x2,t4x3',
+    '<%= config.bin %> plan 3090 --on h200 --count 2',
   ]
   static args = {gpu: Args.string({required: true, description: 'target GPU, e.g. 3090, t4, a100-80g'})}
   static flags = {
@@ -31,6 +33,12 @@ export default class Plan extends BaseCommand {
     'cap-power': Flags.boolean({description: "as up --cap-power: cap the GPU-wide power at the target's TDP even on a slice"}),
     'no-mps': Flags.boolean({description: 'as up --no-mps: plan without MPS, as on a host without the MPS control binary'}),
     datasheet: Flags.boolean({description: "match datasheet peaks against the target's datasheet, as before measured references"}),
+    count: Flags.integer({
+      description: 'as up --count: N devices of the target in one session (their own slices, on one GPU where they fit, else spread), and what joins them',
+      min: 1,
+      max: COUNT_MAX,
+      exclusive: ['output'],
+    }),
     output: Flags.string({
       char: 'o',
       description: 'render the plan for a cluster instead: a mig-parted layout, Kubernetes manifests or Slurm config',
@@ -69,6 +77,7 @@ export default class Plan extends BaseCommand {
       capPower: flags['cap-power'],
       ...(flags['no-mps'] ? {mpsAvailable: false} : {}),
       ...(flags.datasheet ? {basis: 'datasheet' as const} : {}),
+      ...(flags.count && flags.count > 1 ? {count: flags.count} : {}),
     }
     const exportAs = flags.output
       ? {

@@ -94,6 +94,17 @@ const weighedAxis = z.object({
   errorPct: z.number(),
 })
 
+/** `--count N`: N devices of the target's shape in one session, and where they go (plan/plan-ranks.ts). */
+const ranksBlock = z.object({
+  count: z.number().int().min(2),
+  /** the GPUs the ranks go on, in rank order: each with how many of them (index null: planned against a model) */
+  gpus: z.array(z.object({index: z.number().nullable(), ranks: z.number().int().min(1)})),
+  /** what joins the ranks, as it is here (never the target's PCIe or NVLink) */
+  link: z.object({kind: z.enum(['mig-instances', 'mps-clients', 'whole-gpus']), acrossGpus: z.boolean(), note: z.string()}),
+  /** /dev/shm the session's container gets at least, for NCCL's shared-memory transport */
+  shmMiB: z.number().int(),
+})
+
 export const planSchema = z.object({
   target: targetSummary,
   host: z.object({
@@ -132,6 +143,8 @@ export const planSchema = z.object({
   memory: memoryBlock.optional(),
   /** the axes the objective weighed (balanced: all of them), in the plan's basis */
   weighed: z.array(weighedAxis),
+  /** a session of several devices (`--count N`, N >= 2); absent: one */
+  ranks: ranksBlock.optional(),
   warnings: z.array(z.string()),
 })
 

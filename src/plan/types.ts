@@ -61,3 +61,4 @@ export type Expected = Plan['expected']
 export type AxisErrors = Plan['errors']
 export type MeasuredPlan = NonNullable<Plan['measured']>
 export type PlanMemory = NonNullable<Plan['memory']>
+export type PlanRanks = NonNullable<Plan['ranks']>

@@ -71,6 +71,7 @@ export function renderPlan(plan: PlanResult): string {
     `  GPU-wide: ${plan.gpuWide.reason}`,
     `  weighs: ${plan.weighed.map((w) => `${AXIS_NAMES[w.axis]} ${w.errorPct > 0 ? '+' : ''}${w.errorPct.toFixed(1)}%`).join(', ')} (--match ${plan.objective}, ${basis})`,
     limitLine,
+    ...ranksLines(plan),
     '',
     formatTable(['AXIS', 'DATASHEET', 'PEAK', 'ERROR', ...(m ? ['MEASURED', 'EXPECTED', 'ERROR'] : [])], rows),
     '',
@@ -90,6 +91,14 @@ export function renderPlan(plan: PlanResult): string {
   if (plan.achievable.basis === 'calibrated') lines.push(`  calibration: ${plan.achievable.note}`)
   if (plan.warnings.length > 0) lines.push('', ...plan.warnings.map((w) => `! ${w}`))
   return lines.join('\n')
+}
+
+/** `--count N`: where the ranks go and what joins them (each rank is the plan above). */
+function ranksLines(plan: PlanResult): string[] {
+  const r = plan.ranks
+  if (!r) return []
+  const on = r.gpus.map((g) => `${g.ranks} on ${g.index === null ? plan.host.name : `GPU ${g.index}`}`).join(', ')
+  return [`  ranks:  ${r.count} devices, each as below: ${on}; /dev/shm ${r.shmMiB} MiB`, `  link:   ${r.link.note}`]
 }
 
 function methodText(method: string): string {

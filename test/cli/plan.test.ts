@@ -143,3 +143,45 @@ describe('plan --host-gpu on other simulated hosts', () => {
     expect(exitCode).toBe(4)
   })
 })
+
+describe('plan --count N (several devices in one session)', () => {
+  it('--on h200: two 3090 slices on the one GPU, what joins them said in the text and in --json', () => {
+    const {exitCode, json} = runJson<PlanResult>(['plan', '3090', '--on', 'h200', '--count', '2'])
+    expect(exitCode).toBe(0)
+    expect(json.ranks).toMatchObject({count: 2, gpus: [{index: null, ranks: 2}], link: {kind: 'mig-instances', acrossGpus: false}, shmMiB: 2048})
+    const text = runCli(['plan', '3090', '--on', 'h200', '--count', '2'])
+    expect(text.stdout).toContain('ranks:  2 devices, each as below: 2 on NVIDIA H200')
+    expect(text.stdout).toMatch(/link: +The ranks are MIG instances: no NVLink or P2P/)
+    // one is the plain plan
+    expect(runJson<PlanResult>(['plan', '3090', '--on', 'h200', '--count', '1']).json.ranks).toBeUndefined()
+  })
+
+  it('more than fit is refused in one line (exit 3) with a fix, and changes nothing on a live GPU', () => {
+    const refused = runJson(['plan', 't4', '--on', 'h200', '--count', '8'])
+    expect(refused.exitCode).toBe(3)
+    expect(refused.json).toMatchObject({error: {code: 'RANKS_DO_NOT_FIT'}})
+    expect(refused.json.error.message).toMatch(/^8 x Tesla T4 do not fit: 7 of 1g\.18gb/)
+    expect(refused.json.error.fix[0]).toBe('ask for fewer: --count 7')
+
+    const sim = Sim.create('h200', 1).enableMig(0)
+    const before = sim.stateText()
+    const live = runJson(['plan', 't4', '--count', '8'], sim.env())
+    expect([live.exitCode, live.json.error?.code]).toEqual([3, 'RANKS_DO_NOT_FIT'])
+    expect(sim.stateText()).toBe(before)
+  })
+
+  it('on an 8-GPU box, without --host-gpu, 4 of a target one whole slice holds go one per GPU; --host-gpu keeps them on one', () => {
+    const sim = Sim.create('h200', 8)
+    const spread = runJson<PlanResult>(['plan', 'a100-80g', '--count', '4'], sim.env())
+    expect(spread.exitCode).toBe(0)
+    expect(spread.json.ranks!.gpus).toEqual([0, 1, 2, 3].map((index) => ({index, ranks: 1})))
+    expect(spread.json.ranks!.link.acrossGpus).toBe(true)
+    const one = runJson(['plan', 'a100-80g', '--count', '4', '--host-gpu', '5'], sim.env())
+    expect([one.exitCode, one.json.error?.code]).toEqual([3, 'RANKS_DO_NOT_FIT'])
+  })
+
+  it('--count with -o is refused (an export lays out single slices; use --mix)', () => {
+    const r = runCli(['plan', '3090', '--on', 'h200', '--count', '2', '-o', 'slurm'])
+    expect(r.exitCode).toBe(2)
+  })
+})

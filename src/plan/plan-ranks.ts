@@ -1,0 +1,146 @@
+import type {Target} from '../catalog/types.js'
+import {CosplayError, StateError} from '../core/errors.js'
+import {type HeldSettings, planOnGpu, type PlanOnGpuOptions} from './plan-on-gpu.js'
+import {planScore} from './plan-score.js'
+import type {Objective, Plan, PlanHost, PlanRanks} from './types.js'
+
+/** One GPU `--count N` may use: as the planner sees it, and the settings others hold on it. */
+export type RankHost = {readonly host: PlanHost; readonly held: HeldSettings}
+
+/** the most devices one session may ask for (an 8-GPU box of 7 slices each is 56) */
+export const COUNT_MAX = 64
+
+/** /dev/shm per rank: NCCL's shared-memory transport keeps its buffers there (64 MiB, Docker's default, is too small). */
+export const SHM_MIB_PER_RANK = 1024
+
+type Candidate = {readonly host: PlanHost; readonly plan: Plan; readonly capacity: number; readonly score: number; readonly shape: string}
+
+/**
+ * `plan/up GPU --count N`: N devices shaped like the target, each planned as a single session would be (the same
+ * physics, the same refusals), placed where the same shape fits N times: on one GPU when it can (its slices share
+ * the one link there is), else over the fewest GPUs, those with the most room first. The shape is the best-scoring
+ * one that fits N times in all: a GPU's preferred profile first, then the other profiles that hold the target's VRAM
+ * (closest first), so `--count 4` may take a smaller slice than `--count 1` where only that fits four times, and says
+ * so. Refused with one line, before anything changes, where N of no shape fit. Pure.
+ */
+export function planRanks(target: Target, hosts: readonly RankHost[], objective: Objective, count: number, options: PlanOnGpuOptions): Plan {
+  if (!Number.isInteger(count) || count < 2) throw new Error(`planRanks: count ${count} (one device is planCosplay's)`)
+  const candidates: Candidate[] = []
+  const refusals: string[] = []
+  for (const {host, held} of hosts) {
+    try {
+      candidates.push(...shapesOn(target, host, held, objective, options))
+    } catch (error) {
+      if (!(error instanceof CosplayError)) throw error
+      refusals.push(`${where(host)}: ${error.message}`)
+    }
+  }
+  const preferred = bestOf(candidates)
+  const byShape = new Map<string, Candidate[]>()
+  for (const c of candidates) byShape.set(c.shape, [...(byShape.get(c.shape) ?? []), c])
+  const shapes = [...byShape.values()].sort((a, b) => bestOf(a)!.score - bestOf(b)!.score)
+  for (const group of shapes) {
+    // the most room first, then the GPUs' order: the fewest GPUs, and the same ones for the same state
+    const room = [...group].filter((c) => c.capacity > 0).sort((a, b) => b.capacity - a.capacity || (a.host.index ?? 0) - (b.host.index ?? 0))
+    const placed: {candidate: Candidate; ranks: number}[] = []
+    let left = count
+    for (const c of room) {
+      if (left === 0) break
+      const ranks = Math.min(left, c.capacity)
+      placed.push({candidate: c, ranks})
+      left -= ranks
+    }
+    if (left > 0) continue
+    const first = placed[0].candidate
+    const notes = first.shape === preferred?.shape ? [] : [`${count} of the preferred shape (${preferred!.shape}) do not fit; each rank takes ${first.shape}`]
+    const ranks: PlanRanks = {
+      count,
+      gpus: placed.map((p) => ({index: p.candidate.host.index, ranks: p.ranks})),
+      link: linkOf(first.plan, placed.length > 1, target),
+      shmMiB: SHM_MIB_PER_RANK * count,
+    }
+    return {...first.plan, ranks, warnings: [...first.plan.warnings, ...notes]}
+  }
+  throw doNotFit(target, count, candidates, refusals, hosts)
+}
+
+/** Every shape a GPU could give one rank: its own plan, then (MIG) each other free profile that holds the VRAM. */
+function shapesOn(target: Target, host: PlanHost, held: HeldSettings, objective: Objective, options: PlanOnGpuOptions): Candidate[] {
+  const own = planOnGpu(target, host, objective, held, options)
+  const out = [candidate(host, own)]
+  if (own.mig === null || host.profiles === null) return out
+  for (const profile of host.profiles) {
+    if (profile.name === own.mig.profile || profile.free === 0 || profile.memoryGiB < target.vramGB) continue
+    out.push(candidate(host, planOnGpu(target, {...host, profiles: [profile]}, objective, held, options)))
+  }
+  return out
+}
+
+function candidate(host: PlanHost, plan: Plan): Candidate {
+  return {host, plan, capacity: capacityOf(host, plan), score: planScore(plan), shape: shapeOf(plan)}
+}
+
+/** How many ranks of this plan's shape the GPU takes now. */
+function capacityOf(host: PlanHost, plan: Plan): number {
+  // a MIG profile's free count is the driver's (or the model's idle) answer for that profile, placements included
+  if (plan.mig) return host.profiles?.find((p) => p.name === plan.mig!.profile)?.free ?? 0
+  // MPS shares of a whole GPU: its threads and its memory, each share with its own pinned limit
+  if (plan.mps) {
+    return Math.min(Math.floor(100 / plan.mps.activeThreadPercentage), Math.floor((host.model.memoryGiB * 1024) / plan.mps.pinnedMemLimitMiB))
+  }
+  return 1
+}
+
+function shapeOf(plan: Plan): string {
+  if (plan.mig) return plan.mps ? `${plan.mig.profile} (MPS ${plan.mps.activeThreadPercentage}%)` : plan.mig.profile
+  return plan.mps ? `an MPS share of ${plan.mps.activeThreadPercentage}%` : 'a whole GPU'
+}
+
+function bestOf(candidates: readonly Candidate[]): Candidate | undefined {
+  return [...candidates].sort((a, b) => a.score - b.score)[0]
+}
+
+function where(host: PlanHost): string {
+  return host.index === null ? host.name : `GPU ${host.index}`
+}
+
+/** What joins the ranks here, said plainly: never the target's PCIe or NVLink. */
+function linkOf(plan: Plan, acrossGpus: boolean, target: Target): PlanRanks['link'] {
+  const across = acrossGpus ? ' The ranks span GPUs, and MIG instances and MPS clients have no P2P path between GPUs either.' : ''
+  const speed = `Collectives here run at shared-memory speed, not at a real multi-${target.name} machine's PCIe or NVLink speed: timings of the link say nothing about it.`
+  if (plan.mig) {
+    return {
+      kind: 'mig-instances',
+      acrossGpus,
+      note: `The ranks are MIG instances: no NVLink or P2P between them. NCCL 2.32 and later carries their traffic through host shared memory (/dev/shm); older NCCL refuses several instances ("Duplicate GPU detected") and gloo (sockets) is used.${across} ${speed}`,
+    }
+  }
+  if (plan.mps) {
+    return {
+      kind: 'mps-clients',
+      acrossGpus,
+      note: `The ranks are MPS clients of one GPU, each with its own daemon and limits. NCCL 2.30 and later runs several ranks on one GPU (NCCL_MULTI_RANK_GPU_ENABLE=1, which the costume sets); older NCCL refuses them ("Duplicate GPU detected") and gloo (sockets) is used.${across} ${speed}`,
+    }
+  }
+  return {
+    kind: 'whole-gpus',
+    acrossGpus,
+    note: `Each rank holds a whole GPU: the ranks talk over the host's own links between its GPUs (NVLink or PCIe), which are faster than ${target.name}'s.`,
+  }
+}
+
+function doNotFit(target: Target, count: number, candidates: readonly Candidate[], refusals: readonly string[], hosts: readonly RankHost[]): StateError {
+  const best = bestOf(candidates)
+  const fits = candidates.filter((c) => c.shape === best?.shape).reduce((sum, c) => sum + c.capacity, 0)
+  const model = hosts.length === 1 && hosts[0].host.index === null ? hosts[0].host : null
+  const perGpu = best && model ? best.capacity : 0
+  const room =
+    best === undefined
+      ? refusals.join('; ')
+      : model && perGpu > 0
+        ? `${perGpu} of ${best.shape} fit on one ${model.name}; ${count} need ${Math.ceil(count / perGpu)} (plan --on plans one GPU)`
+        : `${fits} of ${best.shape} fit now${refusals.length > 0 ? ` (${refusals.join('; ')})` : ''}`
+  return new StateError('RANKS_DO_NOT_FIT', `${count} x ${target.name} do not fit: ${room}`, {
+    fix: [`ask for fewer: --count ${Math.max(1, fits)}`, 'see who holds the GPUs: gpu-cosplay status'],
+  })
+}
