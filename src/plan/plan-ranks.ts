@@ -107,7 +107,7 @@ function where(host: PlanHost): string {
 /** What joins the ranks here, said plainly: never the target's PCIe or NVLink. */
 function linkOf(plan: Plan, acrossGpus: boolean, target: Target): PlanRanks['link'] {
   const across = acrossGpus ? ' The ranks span GPUs, and MIG instances and MPS clients have no P2P path between GPUs either.' : ''
-  const speed = `Collectives here run at shared-memory speed, not at a real multi-${target.name} machine's PCIe or NVLink speed: timings of the link say nothing about it.`
+  const speed = `Collectives run here at shared-memory speed, not at the speed of the PCIe or NVLink between real ${target.name}s: time them on the real machine.`
   if (plan.mig) {
     return {
       kind: 'mig-instances',
@@ -125,7 +125,7 @@ function linkOf(plan: Plan, acrossGpus: boolean, target: Target): PlanRanks['lin
   return {
     kind: 'whole-gpus',
     acrossGpus,
-    note: `Each rank holds a whole GPU: the ranks talk over the host's own links between its GPUs (NVLink or PCIe), which are faster than ${target.name}'s.`,
+    note: `Each rank holds a whole GPU: the ranks talk over this host's own links between its GPUs (NVLink or PCIe), not those between real ${target.name}s.`,
   }
 }
 

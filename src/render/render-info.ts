@@ -50,7 +50,7 @@ export function renderInfo(t: Target): string {
   if (estimates.length > 0) lines.push(['Estimated', `no measurement for ${estimates.length === 3 ? 'any axis' : 'some axes'}: ${estimates[0].source}`])
   lines.push([
     'Several (--count N)',
-    `each a slice of a bigger GPU (MIG instances, or MPS clients of one GPU), joined by host shared memory or the GPU itself: not by a ${t.name}'s PCIe or NVLink, so collectives run, but their speed is not a ${t.name} machine's (plan ${t.aliases[0] ?? t.key} --count 2 --on h200)`,
+    `each a slice of a bigger GPU (MIG instances, or MPS clients of one GPU), joined by host shared memory or the GPU itself, not by the PCIe or NVLink between real ${t.name}s: collectives run, at another speed (plan ${t.aliases[0] ?? t.key} --count 2 --on h200)`,
   ])
   const width = Math.max(...lines.map(([k]) => k.length))
   return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')
