@@ -7,9 +7,6 @@ import type {Objective, Plan, PlanHost, PlanRanks} from './types.js'
 /** One GPU `--count N` may use: as the planner sees it, and the settings others hold on it. */
 export type RankHost = {readonly host: PlanHost; readonly held: HeldSettings}
 
-/** the most devices one session may ask for (an 8-GPU box of 7 slices each is 56) */
-export const COUNT_MAX = 64
-
 /** /dev/shm per rank: NCCL's shared-memory transport keeps its buffers there (64 MiB, Docker's default, is too small). */
 export const SHM_MIB_PER_RANK = 1024
 
