@@ -85,7 +85,7 @@ describe('up 3090 --count 2 on an H200', () => {
     const before = sim.stateText()
     sim.clearCalls()
     const r = runJson(['up', 't4', '--count', '8', '--no-container'], env)
-    expect([r.exitCode, r.json.error.code]).toEqual([3, 'RANKS_DO_NOT_FIT'])
+    expect([r.exitCode, r.json.error.code]).toEqual([3, 'TOO_MANY_RANKS'])
     expect(r.json.error.message).toMatch(/^8 x Tesla T4 do not fit: 7 of 1g\.18gb/)
     expect(mutatingCalls(sim)).toEqual([])
     expect(sim.stateText()).toBe(before)
