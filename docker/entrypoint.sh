@@ -13,7 +13,8 @@
 #   GPU_COSPLAY_* (the costume), NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, XLA_*, CUPY_*,
 #   PYTORCH_CUDA_ALLOC_CONF                            persisted for every session (see write_session_env)
 #   GPU_COSPLAY_MPS_THREAD_PCT, GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB, CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY,
-#   GPU_COSPLAY_MPS_CONTROL                             an MPS control daemon for this session (see start_mps)
+#   GPU_COSPLAY_MPS_CONTROL, GPU_COSPLAY_MPS_DEVICES    an MPS control daemon for this session, or one per rank's
+#                                                       device with up --count N (see start_mps)
 #   the image's own variables (IMAGE_VARS)              persisted for every session, never used by root itself
 #
 # The root part starts from a fixed environment (fixed_environment): `#!/bin/bash -p` reads no BASH_ENV, imports no
@@ -36,7 +37,7 @@ COSPLAY_DIR=/opt/gpu-cosplay
 # ensure_user: 1 when it made the home (then all of it is handed over), 0 for a home the image had
 HOME_CREATED=0
 # Not persisted: these configure the entrypoint itself.
-ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_STATUS_FILE GPU_COSPLAY_GRANT_SUDO '
+ENTRYPOINT_ONLY_VARS=' GPU_COSPLAY_USER GPU_COSPLAY_UID GPU_COSPLAY_GID GPU_COSPLAY_SSH_PUBKEY GPU_COSPLAY_HOOKS_DIR GPU_COSPLAY_ENTRYPOINT_LIB GPU_COSPLAY_MPS_CONTROL GPU_COSPLAY_MPS_DEVICES GPU_COSPLAY_MPS_STATUS_FILE GPU_COSPLAY_GRANT_SUDO '
 # From the image: without these an ssh session loses conda's python and CUDA's libraries.
 IMAGE_VARS=' PATH LD_LIBRARY_PATH CUDA_HOME CUDA_VERSION NVIDIA_DRIVER_CAPABILITIES NVIDIA_REQUIRE_CUDA LANG LC_ALL PYTHONPATH CONDA_PREFIX CONDA_DEFAULT_ENV '
 # The fixed environment keeps the image's variables under this prefix, for the sessions only: with a --volume at a
@@ -493,7 +494,7 @@ mps_status() {
   mkdir -p "$(dirname "$MPS_STATUS_FILE")" 2>/dev/null && printf '%s\n' "$line" >"$MPS_STATUS_FILE" 2>/dev/null || true
 }
 
-# Runs the control binary as the session user, with the session's MPS folders and no CUDA_VISIBLE_DEVICES. The image's
+# Runs the control binary as the session user, with the session's MPS folders and no CUDA_VISIBLE_DEVICES (or MPS_DEVICE). The image's
 # PATH and LD_LIBRARY_PATH (where CUDA images keep the driver's tools) are set only after setpriv: the user's, not root's.
 mps_control_as_user() {
   local as_user=() image_env=() name source
@@ -502,7 +503,9 @@ mps_control_as_user() {
     if [ -n "${!source:-}" ]; then image_env+=("$name=${!source}"); fi
   done
   [ "$(id -u)" = "$MPS_UID" ] || as_user=(setpriv "--reuid=$MPS_UID" "--regid=$MPS_GID" --clear-groups --)
-  env -u CUDA_VISIBLE_DEVICES -u GPU_COSPLAY_SSH_PUBKEY "${as_user[@]}" /usr/bin/env "${image_env[@]}" "$MPS_CONTROL" "$@"
+  # a rank's daemon sees its own device only (MPS_DEVICE, up --count N); otherwise every device of the container
+  [ -z "${MPS_DEVICE:-}" ] || image_env+=("CUDA_VISIBLE_DEVICES=$MPS_DEVICE")
+  env -u CUDA_VISIBLE_DEVICES -u GPU_COSPLAY_SSH_PUBKEY -u MPS_DEVICE "${as_user[@]}" /usr/bin/env "${image_env[@]}" "$MPS_CONTROL" "$@"
 }
 
 # Drops the MPS variables so that neither ssh sessions nor login shells point at a daemon that is not there.
@@ -530,28 +533,64 @@ start_mps() {
   fi
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/run/gpu-cosplay/mps/pipe}
   export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/run/gpu-cosplay/mps/log}
-  for dir in "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"; do
-    # the mode before the owner: root holds no CAP_FOWNER to change a folder it has handed over
-    mkdir -p "$dir" && chmod 0700 "$dir" && { [ "$EUID" != 0 ] || chown "$uid:$gid" "$dir"; }
-  done
   MPS_CONTROL=$control MPS_UID=$uid MPS_GID=$gid
-  if ! out=$(mps_control_as_user -d 2>&1); then
-    log "warning: $control -d failed: ${out//$'\n'/ }; MPS not started"
-    mps_off; mps_status failed "$control -d failed: $out"; return 0
+  # up --count N: a daemon per rank, each on its own device, in rank-<i> beside the one-device folders; the session's
+  # variables point at rank 0's (the costume points each rank's process at its own)
+  local devices=() rank=0 base=${CUDA_MPS_PIPE_DIRECTORY%/pipe}
+  base=${base%/rank-0}
+  read -r -a devices <<<"${GPU_COSPLAY_MPS_DEVICES:-}"
+  if [ "${#devices[@]}" -gt 0 ]; then
+    export CUDA_MPS_PIPE_DIRECTORY=$base/rank-0/pipe CUDA_MPS_LOG_DIRECTORY=$base/rank-0/log
+    for rank in "${!devices[@]}"; do
+      if ! start_daemon "$base/rank-$rank/pipe" "$base/rank-$rank/log" "${devices[$rank]}" "$uid" "$gid" "$pct" "$limit"; then
+        stop_mps
+        mps_off; mps_status failed "rank $rank: $REPLY"; return 0
+      fi
+    done
+    mps_status running
+    log "MPS control daemons started for ${#devices[@]} ranks: ${pct}% active threads, device memory ${limit} MiB each, in $base/rank-*"
+    return 0
   fi
-  if ! out=$(printf 'set_default_active_thread_percentage %s\nset_default_device_pinned_mem_limit 0 %sM\n' "$pct" "$limit" | mps_control_as_user 2>&1); then
-    log "warning: MPS limits not accepted: ${out//$'\n'/ }; daemon stopped"
+  if ! start_daemon "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY" "" "$uid" "$gid" "$pct" "$limit"; then
     stop_mps
-    mps_off; mps_status failed "MPS limits not accepted: $out"; return 0
+    mps_off; mps_status failed "$REPLY"; return 0
   fi
   mps_status running
   log "MPS control daemon started: ${pct}% active threads, device memory ${limit} MiB, CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"
 }
 
+# One daemon with its limits. Arguments: pipe log device (empty: the container's) uid gid pct limit. Fails with the
+# why in REPLY, having stopped a daemon that took no limits (it would serve clients without them).
+MPS_PIPES=()
+start_daemon() {
+  local pipe=$1 log_dir=$2 device=$3 uid=$4 gid=$5 pct=$6 limit=$7 dir out
+  for dir in "$pipe" "$log_dir"; do
+    # the mode before the owner: root holds no CAP_FOWNER to change a folder it has handed over
+    mkdir -p "$dir" && chmod 0700 "$dir" && { [ "$EUID" != 0 ] || chown "$uid:$gid" "$dir"; }
+  done
+  if ! out=$(CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$log_dir MPS_DEVICE=$device mps_control_as_user -d 2>&1); then
+    log "warning: $MPS_CONTROL -d failed: ${out//$'\n'/ }; MPS not started"
+    REPLY="$MPS_CONTROL -d failed: $out"
+    return 1
+  fi
+  MPS_PIPES+=("$pipe")
+  if ! out=$(printf 'set_default_active_thread_percentage %s\nset_default_device_pinned_mem_limit 0 %sM\n' "$pct" "$limit" |
+    CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$log_dir MPS_DEVICE=$device mps_control_as_user 2>&1); then
+    log "warning: MPS limits not accepted: ${out//$'\n'/ }; daemon stopped"
+    REPLY="MPS limits not accepted: $out"
+    return 1
+  fi
+}
+
 stop_mps() {
   [ -n "$MPS_CONTROL" ] || return 0
-  local out
-  out=$(printf 'quit\n' | mps_control_as_user 2>&1) || log "warning: MPS quit failed: ${out//$'\n'/ }"
+  local out pipe pipes=("${MPS_PIPES[@]}")
+  # a shell that did not start them (the daemon of one device): the session's own pipe
+  [ "${#pipes[@]}" -gt 0 ] || [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || pipes=("$CUDA_MPS_PIPE_DIRECTORY")
+  for pipe in "${pipes[@]}"; do
+    out=$(printf 'quit\n' | CUDA_MPS_PIPE_DIRECTORY=$pipe mps_control_as_user 2>&1) || log "warning: MPS quit failed ($pipe): ${out//$'\n'/ }"
+  done
+  MPS_PIPES=()
   MPS_CONTROL=
 }
 

@@ -7,12 +7,13 @@ import {pickGpu} from '../host/pick-gpu.js'
 import type {HostGpu} from '../host/types.js'
 import {hostModelFor, planHostFromProbe} from '../plan/plan-host.js'
 import {planOnGpu} from '../plan/plan-on-gpu.js'
+import {planRanks} from '../plan/plan-ranks.js'
 import type {GpuWideRequest, Objective, Plan, PlanBasis} from '../plan/types.js'
 import type {PlanCalibration} from '../plan/measured-throughput.js'
 import {readCalibration} from '../host/calibration-file.js'
 import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
-import {type GpuBook, heldSettings, newSessionBase, type SessionRecord} from './gpu-book.js'
+import {type GpuBook, heldSettings, migSlotsOf, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertWithinQuota, holdingOf, slicesOf, withQuotaLock} from './quota-check.js'
 import {assertNameNotReserved, assertSessionName, releaseName, reserveAutoName, reserveName, type UserLookup} from './session-names.js'
 import {createGpuInstance} from './steps/instance-steps.js'
@@ -53,6 +54,8 @@ export type UpRequest = {
   readonly ttlMs?: number | null
   /** the owner's quota (core/session-policy.ts quotaFor); null or absent: none (root, or a box without quotas) */
   readonly quota?: Quota | null
+  /** up --count N: N devices of the target on this GPU (plan/plan-ranks.ts); absent or 1: one */
+  readonly count?: number
 }
 
 export type UpDeps = BookStoreDeps & {
@@ -130,14 +133,22 @@ async function bringUpLocked(
   const quota = request.quota ?? null
   // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
   if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, book), 0)
-  const plan = planOnGpu(request.target, host, request.objective, heldSettings(book), {strict: request.strict, ...request.gpuWide, basis: request.basis})
+  const options = {strict: request.strict, ...request.gpuWide, basis: request.basis}
+  const count = request.count ?? 1
+  // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on this GPU now
+  const plan =
+    count > 1
+      ? planRanks(request.target, [{host, held: heldSettings(book)}], request.objective, count, options)
+      : planOnGpu(request.target, host, request.objective, heldSettings(book), options)
   await beforeChanges()
   const base = newSessionBase(name, request)
+  const slot = () => plan.mig && {profile: plan.mig.profile, profileId: plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null}
   const session: SessionRecord = {
     ...base,
     target: {key: request.target.key, name: request.target.name},
     plan,
-    mig: plan.mig && {profile: plan.mig.profile, profileId: plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null},
+    mig: slot(),
+    ...(count > 1 && plan.mig ? {moreSlices: Array.from({length: count - 1}, () => slot()!)} : {}),
     // a lifetime counted from the moment the session is recorded as made (its createdAt), to the millisecond
     ...(request.ttlMs ? {expiresAt: new Date(Date.parse(base.createdAt) + request.ttlMs).toISOString()} : {}),
   }
@@ -156,12 +167,14 @@ async function bringUpLocked(
     persist,
     deps,
     async () => {
-      await runSteps(ctx, persist, instanceSteps(plan), deps.cancel)
-      if (session.mig) session.mig.uuid = await migUuidOf(deps.gpu, ctx.live, session, book, migUuidsBefore)
+      await runSteps(ctx, persist, instanceSteps(plan, count), deps.cancel)
+      await nameSlots(deps.gpu, ctx.live, session, book, migUuidsBefore)
       persist()
       if (plan.mps && request.mpsOnHost) {
         const {owner, runAsOwner} = request.mpsOnHost
-        await runSteps(ctx, persist, [mpsStepFor(stepFor(deps.steps, 'start-mps'), plan.mps, deps.stateDir, name, owner, runAsOwner)], deps.cancel)
+        const impl = stepFor(deps.steps, 'start-mps')
+        const daemons = Array.from({length: count}, (_, rank) => mpsStepFor(impl, plan.mps!, deps.stateDir, name, owner, runAsOwner, rank))
+        await runSteps(ctx, persist, daemons, deps.cancel)
       }
       if (request.extraSteps) await runSteps(ctx, persist, request.extraSteps(session, ctx.live), deps.cancel)
       // Last, because nothing before depends on them: a container's entrypoint and sshd start while these calls run.
@@ -190,13 +203,17 @@ function mpsDaemonOf(session: SessionRecord): ActiveSession['mpsDaemon'] {
   return {pipeDirectory: params.pipeDirectory, logDirectory: params.logDirectory}
 }
 
-/** What the session runs on: persistence, then (on a slice) MIG mode and the instance. */
-function instanceSteps(plan: Plan): PlannedStep[] {
+/** What the session runs on: persistence, then (on a slice) MIG mode and the instance (one per rank, --count N). */
+function instanceSteps(plan: Plan, count: number): PlannedStep[] {
   const steps: PlannedStep[] = [{impl: setPersistence, params: {value: true}}]
   if (plan.mig) {
+    const {profile, profileId} = plan.mig
     steps.push(
       {impl: enableMig, params: {value: true}},
-      {impl: createGpuInstance, params: {profile: plan.mig.profile, profileId: plan.mig.profileId, withComputeInstance: true}},
+      ...Array.from({length: count}, (_, rank) => ({
+        impl: createGpuInstance,
+        params: {profile, profileId, withComputeInstance: true, ...(rank > 0 ? {rank} : {})},
+      })),
     )
   }
   return steps
@@ -211,29 +228,36 @@ function gpuWideSteps(plan: Plan): PlannedStep[] {
 }
 
 /**
- * The new instance's MIG UUID. `-L` names MIG devices by device index, not GI/CI, but under the lock the one
- * UUID that was not there before and belongs to no other session can only be ours (one call). When that is
- * not a single UUID (an administrator made one meanwhile), join `-L` with the default table (two calls).
+ * The new instances' MIG UUIDs. `-L` names MIG devices by device index, not GI/CI, but under the lock the one
+ * UUID that was not there before and belongs to no other session can only be a lone new instance's (one call).
+ * Otherwise (several ranks, or an administrator made one meanwhile), `-L` is joined with the default table
+ * (two calls).
  */
-async function migUuidOf(gpu: GpuControl, live: HostGpu, session: SessionRecord, book: GpuBook, before: ReadonlySet<string>): Promise<string> {
+async function nameSlots(gpu: GpuControl, live: HostGpu, session: SessionRecord, book: GpuBook, before: ReadonlySet<string>): Promise<void> {
+  const slots = migSlotsOf(session)
+  if (slots.length === 0) return
   const others = new Set(
     Object.values(book.sessions)
-      .map((s) => s.mig?.uuid)
+      .filter((s) => s.name !== session.name)
+      .flatMap((s) => migSlotsOf(s).map((slot) => slot.uuid))
       .filter((u): u is string => typeof u === 'string'),
   )
   const fresh = (await gpu.listGpus(live.index)).migDevices.filter((d) => !before.has(d.uuid) && !others.has(d.uuid))
-  if (fresh.length === 1) return fresh[0].uuid
-  const devices = await gpu.migDevices()
-  const mine = devices.find(
-    (d) => d.gpuIndex === live.index && d.gpuInstanceId === session.mig?.gpuInstanceId && d.computeInstanceId === session.mig?.computeInstanceId,
-  )
-  if (!mine) {
-    throw new StateError(
-      'MIG_UUID_NOT_FOUND',
-      `GPU ${live.index}: the new instance (GI ${session.mig?.gpuInstanceId}, CI ${session.mig?.computeInstanceId}) is not listed by nvidia-smi -L`,
-    )
+  if (slots.length === 1 && fresh.length === 1) {
+    slots[0].uuid = fresh[0].uuid
+    return
   }
-  return mine.uuid
+  const devices = await gpu.migDevices()
+  for (const slot of slots) {
+    const mine = devices.find((d) => d.gpuIndex === live.index && d.gpuInstanceId === slot.gpuInstanceId && d.computeInstanceId === slot.computeInstanceId)
+    if (!mine) {
+      throw new StateError(
+        'MIG_UUID_NOT_FOUND',
+        `GPU ${live.index}: the new instance (GI ${slot.gpuInstanceId}, CI ${slot.computeInstanceId}) is not listed by nvidia-smi -L`,
+      )
+    }
+    slot.uuid = mine.uuid
+  }
 }
 
 /** The calibration `calibrate` left for this host model and driver (a stale or damaged one fails, as in `plan`). */

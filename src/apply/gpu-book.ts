@@ -71,6 +71,16 @@ const containerRecord = z.strictObject({
 })
 export type ContainerRecord = z.infer<typeof containerRecord>
 
+/** A MIG instance a session made: its profile, then its IDs and UUID as they become known. */
+const migSlot = z.strictObject({
+  profile: z.string(),
+  profileId: z.number(),
+  gpuInstanceId: z.number().nullable(),
+  computeInstanceId: z.number().nullable(),
+  uuid: z.string().nullable(),
+})
+export type MigSlot = z.infer<typeof migSlot>
+
 /** What every session in the book has: who, which process, its phase, what it made, and its journal. */
 const sessionBase = {
   name: z.string(),
@@ -80,15 +90,8 @@ const sessionBase = {
   createdAt: z.string(),
   /** starting and stopping are transitional: found under the lock, they belong to a process that died */
   phase: z.enum(['starting', 'active', 'stopping']),
-  mig: z
-    .strictObject({
-      profile: z.string(),
-      profileId: z.number(),
-      gpuInstanceId: z.number().nullable(),
-      computeInstanceId: z.number().nullable(),
-      uuid: z.string().nullable(),
-    })
-    .nullable(),
+  /** the MIG instance the session made (rank 0's, with --count N) */
+  mig: migSlot.nullable(),
   container: containerRecord.nullable(),
   journal: z.array(journalEntry),
   /** when the session is ended by the reaper (up --ttl, the box's default TTL, extend); absent: never */
@@ -127,8 +130,26 @@ const session = z.strictObject({
   ...sessionBase,
   target: z.strictObject({key: z.string(), name: z.string()}),
   plan: z.preprocess(planStoredEarlier, planSchema),
+  /** up --count N on MIG: the instances of ranks 1..N-1 (rank 0's is `mig`) */
+  moreSlices: z.array(migSlot).max(63).optional(),
 })
 export type SessionRecord = z.infer<typeof session>
+
+/** Every MIG instance the session made, rank 0's first. */
+export function migSlotsOf(s: BookSession): MigSlot[] {
+  const more = isLeaseSession(s) ? [] : (s.moreSlices ?? [])
+  return [...(s.mig ? [s.mig] : []), ...more]
+}
+
+/** The MIG instance of one rank (0 with no --count); null when the session has no slice. */
+export function slotOfRank(s: SessionRecord, rank: number): MigSlot | null {
+  return rank === 0 ? s.mig : (s.moreSlices?.[rank - 1] ?? null)
+}
+
+/** How many devices the session has (up --count N), 1 for a plain one. */
+export function rankCountOf(s: SessionRecord): number {
+  return s.plan.ranks?.count ?? 1
+}
 
 /**
  * A `lease hold`: GPU-wide settings held for a named holder (a Kubernetes DaemonSet, a Slurm job), with no

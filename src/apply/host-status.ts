@@ -1,5 +1,5 @@
 import type {HostGpu, HostProbe} from '../host/types.js'
-import {type GpuBook, isLeaseSession, type Lease, type SessionRecord, type Setting} from './gpu-book.js'
+import {type GpuBook, isLeaseSession, type Lease, migSlotsOf, type SessionRecord, type Setting, slotOfRank} from './gpu-book.js'
 
 /** Memory slices a GPU instance occupies: the GI placement nvidia-smi reports (`mig -lgi`), start and size in slices. */
 export type SlicePlacement = {start: number; size: number}
@@ -39,6 +39,8 @@ export type SessionSummary = {
   gpuUuid: string
   gpuIndex: number | null
   mig: {profile: string; gpuInstanceId: number | null; computeInstanceId: number | null; uuid: string | null} | null
+  /** up --count N: each rank's device (MIG instance IDs null on a GPU without MIG); absent for one device */
+  ranks?: {rank: number; uuid: string | null; gpuInstanceId: number | null; computeInstanceId: number | null}[]
   container: {id: string; name: string} | null
   /** the GPU instance this session owns is no longer on the GPU */
   instanceMissing: boolean
@@ -79,6 +81,7 @@ export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], s
     Object.values(book.sessions).map((s) => {
       const live = probe?.gpus.find((g) => g.uuid === book.gpu.uuid) ?? null
       const gi = s.mig?.gpuInstanceId ?? null
+      const gis = migSlotsOf(s).map((slot) => slot.gpuInstanceId)
       return {
         name: s.name,
         kind: isLeaseSession(s) ? ('lease' as const) : ('up' as const),
@@ -91,16 +94,25 @@ export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], s
         gpuUuid: book.gpu.uuid,
         gpuIndex: live?.index ?? null,
         mig: s.mig && {profile: s.mig.profile, gpuInstanceId: s.mig.gpuInstanceId, computeInstanceId: s.mig.computeInstanceId, uuid: s.mig.uuid},
+        // up --count N: every rank's instance (rank 0's is also `mig`); one device: absent
+        ...(isLeaseSession(s) || !s.plan.ranks
+          ? {}
+          : {
+              ranks: Array.from({length: s.plan.ranks.count}, (_, rank) => {
+                const slot = slotOfRank(s, rank)
+                return {rank, uuid: slot?.uuid ?? null, gpuInstanceId: slot?.gpuInstanceId ?? null, computeInstanceId: slot?.computeInstanceId ?? null}
+              }),
+            }),
         container: s.container && {id: s.container.id, name: s.container.name},
-        instanceMissing: live !== null && gi !== null && !live.gpuInstances.some((i) => i.id === gi),
-        ...liveUse(live, gi),
+        instanceMissing: live !== null && gis.some((id) => id !== null && !live.gpuInstances.some((i) => i.id === id)),
+        ...liveUse(live, gi, gis),
         shaping: isLeaseSession(s) ? null : shapingOf(s),
       }
     }),
   )
   const gpus: GpuStatus[] = (probe?.gpus ?? []).map((g) => {
     const book = books.find((b) => b.gpu.uuid === g.uuid)
-    const ownerOf = (id: number) => Object.values(book?.sessions ?? {}).find((s) => s.mig?.gpuInstanceId === id)?.name ?? null
+    const ownerOf = (id: number) => Object.values(book?.sessions ?? {}).find((s) => migSlotsOf(s).some((slot) => slot.gpuInstanceId === id))?.name ?? null
     const instances = g.gpuInstances.map((gi) => ({
       gpuInstanceId: gi.id,
       profile: gi.profileName,
@@ -128,12 +140,13 @@ export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], s
 }
 
 /** Its live instance's placement and the memory its compute apps use (under MPS, NVML counts them on the server). */
-function liveUse(live: HostGpu | null, gi: number | null): {placement: SlicePlacement | null; memoryUsedMiB: number | null} {
+/** Where rank 0's instance sits, and the memory the processes on all of the session's instances use. */
+function liveUse(live: HostGpu | null, gi: number | null, gis: readonly (number | null)[]): {placement: SlicePlacement | null; memoryUsedMiB: number | null} {
   const instance = live?.gpuInstances.find((i) => i.id === gi)
   if (!live || !instance) return {placement: null, memoryUsedMiB: null}
   const placement = {start: instance.placementStart, size: instance.placementSize}
   if (live.unavailable.includes('processes')) return {placement, memoryUsedMiB: null}
-  const mine = live.processes.filter((p) => p.gpuInstanceId === gi)
+  const mine = live.processes.filter((p) => p.gpuInstanceId !== null && gis.includes(p.gpuInstanceId))
   if (mine.some((p) => p.usedMiB === null)) return {placement, memoryUsedMiB: null}
   return {placement, memoryUsedMiB: mine.reduce((sum, p) => sum + (p.usedMiB ?? 0), 0)}
 }

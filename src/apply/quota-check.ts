@@ -1,7 +1,7 @@
 import {StateError} from '../core/errors.js'
 import type {Quota} from '../core/session-policy.js'
 import {listSessions} from './book-store.js'
-import {type BookSession, type GpuBook, isLeaseSession} from './gpu-book.js'
+import {type BookSession, type GpuBook, isLeaseSession, rankCountOf} from './gpu-book.js'
 import {withGpuLock} from './gpu-lock.js'
 
 /**
@@ -15,9 +15,10 @@ export const WHOLE_GPU_SLICES = 8
 
 export type Holding = {readonly sessions: number; readonly slices: number}
 
+/** A session of N devices (up --count N) holds what N sessions of one would; it counts as one session. */
 export function slicesOf(session: BookSession): number {
   if (isLeaseSession(session)) return 0
-  return session.plan.mig?.memorySlices ?? WHOLE_GPU_SLICES
+  return (session.plan.mig?.memorySlices ?? WHOLE_GPU_SLICES) * rankCountOf(session)
 }
 
 /** What uid holds: `up` sessions in every book, this GPU's from the open (locked) book, which may be newer than its file. */

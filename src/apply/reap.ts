@@ -5,7 +5,7 @@ import {DEBUG_NS} from '../core/names.js'
 import {type SessionPolicy, warnLeadMs} from '../core/session-policy.js'
 import type {HostGpu} from '../host/types.js'
 import {amendSession, type BookStoreDeps, scanBooks, withBook} from './book-store.js'
-import {type BookSession, type GpuBook, isLeaseSession, type SessionRecord} from './gpu-book.js'
+import {type BookSession, type GpuBook, isLeaseSession, migSlotsOf, type SessionRecord} from './gpu-book.js'
 import {lastActiveMs, ttlWarnLeadMs} from './session-clock.js'
 import {releaseName} from './session-names.js'
 import {type ClosedSession, endSessionLocked} from './tear-down.js'
@@ -166,7 +166,12 @@ async function sessionsComputing(deps: ReapDeps, book: GpuBook, sessions: readon
   }
   const workers = live.processes.filter((p) => !/nvidia-cuda-mps-server/.test(p.name))
   return new Set(
-    sessions.filter((s) => (s.mig === null ? workers.length > 0 : workers.some((p) => p.gpuInstanceId === s.mig!.gpuInstanceId))).map((s) => s.name),
+    sessions
+      .filter((s) => {
+        const slots = migSlotsOf(s)
+        return slots.length === 0 ? workers.length > 0 : workers.some((p) => slots.some((slot) => p.gpuInstanceId === slot.gpuInstanceId))
+      })
+      .map((s) => s.name),
   )
 }
 

@@ -146,7 +146,8 @@ export type WaitOptions<T> = {
   readonly bootId?: string | null
 }
 
-export const isNoFreeSlot = (error: unknown): boolean => isCosplayError(error) && error.code === 'MIG_NO_FREE_SLOT'
+/** No room now, but there could be once others end (up --count N: the GPU holds N idle, not now). */
+export const isNoFreeSlot = (error: unknown): boolean => isCosplayError(error) && (error.code === 'MIG_NO_FREE_SLOT' || error.code === 'RANKS_DO_NOT_FIT')
 
 /**
  * Tries at once when nobody waits ahead; else waits its turn. An entry tries when every entry ahead of it has tried

@@ -28,6 +28,7 @@ export async function upRequestFrom(gpu: string, flags: UpFlags, memberKey: Memb
     hostGpu: flags['host-gpu'],
     match: flags.match as RequestOf<'up'>['match'],
     basis: flags.datasheet === true ? 'datasheet' : 'measured',
+    ...(flags.count !== undefined && flags.count > 1 ? {count: flags.count} : {}),
     name: flags.name ?? null,
     // oclif leaves a boolean flag that was not given undefined
     strict: flags.strict === true,

@@ -4,11 +4,12 @@
  * --json prints it and render/render-up.ts draws it. The apply and container layers load only once the flags pass.
  */
 import type {ActiveSession} from '../apply/bring-up.js'
+import type {slotOfRank as SlotOfRank} from '../apply/gpu-book.js'
 import {resolveTarget} from '../catalog/resolve-target.js'
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
 import {invokingUser, requireRootOnSharedBox} from '../core/invoking-user.js'
-import {CONTAINER_MPS_DIRS} from '../core/names.js'
+import {CONTAINER_MPS_DIRS, containerRankMpsDirs} from '../core/names.js'
 import type {Objective, Plan} from '../plan/types.js'
 import type {Placement, PlanFlags} from './choose-host.js'
 import {currentCatalog} from './context.js'
@@ -38,6 +39,8 @@ export type UpResult = {
   container: UpContainer | null
   /** only with several --host boxes: where the session went, and what every box offered */
   placement?: Placement
+  /** up --count N: each rank's device, in ordinal order; absent for one device */
+  ranks?: {rank: number; uuid: string; gpuInstanceId: number | null; computeInstanceId: number | null; mpsPipe: string | null}[]
 }
 
 /** up's flags, as the command parsed them (client/up-request.ts turns them into the request) */
@@ -45,6 +48,7 @@ export type UpFlags = PlanFlags &
   ContainerFlags & {
     readonly name?: string
     readonly datasheet?: boolean
+    readonly count?: number
     readonly 'no-container': boolean
     readonly ttl?: string
     readonly wait?: boolean
@@ -89,6 +93,7 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
     hostGpu: request.hostGpu,
     objective: request.match as Objective,
     basis: request.basis,
+    count: request.count,
     strict: request.strict,
     name: request.name,
     owner: ctx.owner,
@@ -103,7 +108,7 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
     quota: fair.quota,
   }
   const deps = {...ctx.deps, firstListing, catalog, cancel: io.cancel, onProgress: say, isRoot: ctx.isRoot}
-  progress?.start(`Applying ${target.name} to GPU ${request.hostGpu}`)
+  progress?.start(`Applying ${request.count ? `${request.count} x ` : ''}${target.name} to GPU ${request.hostGpu}`)
   const attempt = async (): Promise<UpResult> => {
     let launched: LaunchedSession | null = null
     let active: ActiveSession
@@ -162,11 +167,14 @@ async function fairShareOf(request: RequestOf<'up'>) {
 
 /** The session as --json prints it: the slice, the settings it holds, what a workload needs, the container. */
 async function upResult(active: ActiveSession, target: Target, launched: Launched | null, startedAt: number): Promise<UpResult> {
-  const [{costumeEnv}, {rolledBackNotes}] = await Promise.all([import('../plan/costume-env.js'), import('../apply/book-store.js')])
+  const [{costumeEnv, ranksEnv}, {rolledBackNotes}] = await Promise.all([import('../plan/costume-env.js'), import('../apply/book-store.js')])
   const device = active.session.mig?.uuid ?? active.gpuUuid
+  const ranks = active.plan.ranks ? ranksOf(active, launched !== null, (await import('../apply/gpu-book.js')).slotOfRank) : null
   const mpsDirs = launched
     ? active.plan.mps
-      ? CONTAINER_MPS_DIRS
+      ? active.plan.ranks
+        ? containerRankMpsDirs(0)
+        : CONTAINER_MPS_DIRS
       : null
     : active.mpsDaemon && {pipe: active.mpsDaemon.pipeDirectory, log: active.mpsDaemon.logDirectory}
   return {
@@ -189,10 +197,23 @@ async function upResult(active: ActiveSession, target: Target, launched: Launche
       NVIDIA_VISIBLE_DEVICES: device,
       ...costumeEnv(active.plan, {hasTf32: target.tf32Tflops !== null}, active.physicalMiB, active.name),
       ...(mpsDirs ? {CUDA_MPS_PIPE_DIRECTORY: mpsDirs.pipe, CUDA_MPS_LOG_DIRECTORY: mpsDirs.log} : {}),
+      // several devices: all visible, and the costume narrows each rank's process to its own
+      ...(ranks ? ranksEnv(ranks) : {}),
     },
+    ...(ranks ? {ranks} : {}),
     plan: active.plan,
     warnings: [...active.plan.warnings],
     notes: [...active.notes, ...rolledBackNotes(active.recovered)],
     container: launched && (await upContainer(launched, startedAt)),
   }
+}
+
+/** up --count N: each rank's device and MPS pipe (its daemon in the container, or the one up started on the host). */
+function ranksOf(active: ActiveSession, inContainer: boolean, slotOfRank: typeof SlotOfRank): NonNullable<UpResult['ranks']> {
+  return Array.from({length: active.plan.ranks!.count}, (_, rank) => {
+    const slot = slotOfRank(active.session, rank)
+    const hostDaemon = active.session.journal.find((e) => e.kind === 'start-mps' && e.state === 'done' && ((e.params.rank as number | undefined) ?? 0) === rank)
+    const mpsPipe = !active.plan.mps ? null : inContainer ? containerRankMpsDirs(rank).pipe : ((hostDaemon?.params.pipeDirectory as string | undefined) ?? null)
+    return {rank, uuid: slot?.uuid ?? active.gpuUuid, gpuInstanceId: slot?.gpuInstanceId ?? null, computeInstanceId: slot?.computeInstanceId ?? null, mpsPipe}
+  })
 }

@@ -1,6 +1,7 @@
 import {Args, Flags, ux} from '@oclif/core'
 
 import type {UpResult} from '../client/up-session.js'
+import {COUNT_MAX} from '../core/names.js'
 import {OBJECTIVES} from '../plan/types.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {placeFlag} from '../shell/host-flag.js'
@@ -20,6 +21,7 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     '<%= config.bin %> up t4 --host-gpu 1 --match fp32 --name t4-test --no-container',
     '<%= config.bin %> up 4090 --no-container --strict --json',
     '<%= config.bin %> up 3090 --ttl 8h --wait --timeout 30m',
+    '<%= config.bin %> up 3090 --count 2',
   ]
   static args = {gpu: Args.string({required: true, description: 'target GPU, e.g. 3090, t4, a100-80g'})}
   static flags = {
@@ -29,6 +31,12 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     'no-container': Flags.boolean({description: 'only prepare the GPU; print the variables your own workload needs'}),
     strict: Flags.boolean({description: 'fail instead of sharing a clock or power limit another session holds'}),
     datasheet: Flags.boolean({description: "match datasheet peaks against the target's datasheet (as plan --datasheet), not what the card measures"}),
+    count: Flags.integer({
+      description:
+        'N devices of the target in one session (one container, one name): N slices of --host-gpu, each with its own MPS daemon and limits; scripts for N real cards (torchrun, mp.spawn) run unchanged. See plan --count for what joins them',
+      min: 1,
+      max: COUNT_MAX,
+    }),
     'no-mps': Flags.boolean({
       description:
         'shape the session without MPS (no daemon, no SM share or pinned memory limit), as on a host without the MPS control binary; the plan says what the session gets then',

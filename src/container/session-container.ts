@@ -4,12 +4,12 @@
  */
 import path from 'node:path'
 
-import type {ContainerAccess, ContainerRecord, SessionRecord} from '../apply/gpu-book.js'
+import {type ContainerAccess, type ContainerRecord, type SessionRecord, slotOfRank} from '../apply/gpu-book.js'
 import type {PlannedStep, StepImpl} from '../apply/steps/step.js'
 import {ContainerError} from '../core/errors.js'
-import {CONTAINER_MPS_DIRS, COSTUME_ENV, LABELS, UNPRIVILEGED_MPS_DIRS} from '../core/names.js'
+import {CONTAINER_MPS_DIRS, containerRankMpsDirs, COSTUME_ENV, LABELS, UNPRIVILEGED_MPS_DIRS} from '../core/names.js'
 import type {HostGpu} from '../host/types.js'
-import {costumeEnv} from '../plan/costume-env.js'
+import {costumeEnv, type RankDevice, ranksEnv} from '../plan/costume-env.js'
 import type {ContainerPrivileges} from './container-privileges.js'
 import type {ContainerLimits} from './container-limits.js'
 import type {PinnedMounts} from './pin-mounts.js'
@@ -138,6 +138,9 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
   const plan = session.plan
   const physicalMiB = physicalMiBOf(plan, live.memoryTotalMiB)
   const device = session.mig?.uuid ?? live.uuid
+  // up --count N: every rank's device in the container; the costume narrows each rank's process to its own
+  const ranks = rankDevicesOf(session, live, o.privileges.unprivileged)
+  const devices = ranks ? [...new Set(ranks.map((r) => r.uuid))] : [device]
   const user = containerUserName(o.owner.user)
   const privileges = o.privileges
   // gpu-cosplay's own values only: PID 1 and the root entrypoint see Config.Env, so nothing of the user's goes here
@@ -150,6 +153,8 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
     GPU_COSPLAY_GID: String(o.owner.gid),
     GPU_COSPLAY_SSH_PUBKEY: o.authorizedKeys.join('\n'),
     ...mpsEnv(plan, privileges.unprivileged),
+    ...(ranks ? ranksEnv(ranks) : {}),
+    ...(ranks && plan.mps ? {GPU_COSPLAY_MPS_DEVICES: ranks.map((r) => r.uuid).join(' ')} : {}),
   }
   const binds = bindsOf(session.name, o)
   // an image of someone else's, or one whose baked entrypoint would expect root: ours is mounted
@@ -178,11 +183,11 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
       ...(session.mig?.uuid ? {[LABELS.migUuid]: session.mig.uuid} : {}),
     },
     env,
-    deviceIds: [device],
+    deviceIds: devices,
     sshPort: o.sshPort,
     sshBindAddress: o.sshBind,
     binds,
-    ...(o.shmSizeBytes ? {shmSizeBytes: o.shmSizeBytes} : {}),
+    ...(shmOf(plan, o) ? {shmSizeBytes: shmOf(plan, o)!} : {}),
     ...(o.limits?.memoryBytes ? {memoryBytes: o.limits.memoryBytes} : {}),
     ...(o.limits?.pidsLimit ? {pidsLimit: o.limits.pidsLimit} : {}),
     ...(byo ? {entrypoint: [`${COSPLAY_DIR}/entrypoint.sh`], cmd: [], init: true} : {}),
@@ -193,10 +198,29 @@ export function containerSpecFor(session: SessionRecord, live: HostGpu, o: Conta
   }
 }
 
+/** /dev/shm: what was asked, and for several ranks at least what NCCL's shared-memory transport wants (within the box's ceiling). */
+function shmOf(plan: SessionRecord['plan'], o: ContainerOptions): number | null {
+  if (!plan.ranks) return o.shmSizeBytes
+  const wanted = Math.min(plan.ranks.shmMiB * 1024 * 1024, o.limits?.shmSizeMaxBytes ?? Number.POSITIVE_INFINITY)
+  return Math.max(o.shmSizeBytes ?? 0, wanted)
+}
+
+/** up --count N: each rank's device and the MPS daemon the entrypoint starts for it; null for one device. */
+function rankDevicesOf(session: SessionRecord, live: HostGpu, unprivileged: boolean): RankDevice[] | null {
+  if (!session.plan.ranks) return null
+  const base = unprivileged ? UNPRIVILEGED_MPS_DIRS : CONTAINER_MPS_DIRS
+  return Array.from({length: session.plan.ranks.count}, (_, rank) => ({
+    uuid: slotOfRank(session, rank)?.uuid ?? live.uuid,
+    mpsPipe: session.plan.mps ? containerRankMpsDirs(rank, base).pipe : null,
+  }))
+}
+
 /** The session's MPS limits for the entrypoint, which starts the daemon inside the container as the session user. */
 function mpsEnv(plan: SessionRecord['plan'], unprivileged: boolean): Record<string, string> {
   if (!plan.mps) return {}
-  const dirs = unprivileged ? UNPRIVILEGED_MPS_DIRS : CONTAINER_MPS_DIRS
+  const base = unprivileged ? UNPRIVILEGED_MPS_DIRS : CONTAINER_MPS_DIRS
+  // several ranks: rank 0's daemon for whoever names no rank (the costume points each rank's process at its own)
+  const dirs = plan.ranks ? containerRankMpsDirs(0, base) : base
   return {
     [COSTUME_ENV.mpsThreadPct]: String(plan.mps.activeThreadPercentage),
     [COSTUME_ENV.mpsPinnedMemLimitMiB]: String(plan.mps.pinnedMemLimitMiB),

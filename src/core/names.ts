@@ -50,10 +50,17 @@ export const COSTUME_ENV = {
   /** per-session MPS limits; the entrypoint starts the session's daemon with them (absent: no MPS) */
   mpsThreadPct: 'GPU_COSPLAY_MPS_THREAD_PCT',
   mpsPinnedMemLimitMiB: 'GPU_COSPLAY_MPS_PINNED_MEM_LIMIT_MIB',
+  /** up --count N: each rank's device and MPS pipe, JSON [{uuid, mpsPipe}] in ordinal order (runtime-hooks/README.md) */
+  ranks: 'GPU_COSPLAY_RANKS',
 } as const
 
 /** Where a container's MPS daemon keeps its pipe and log (the entrypoint makes them, owned by the session user). */
 export const CONTAINER_MPS_DIRS = {pipe: '/run/gpu-cosplay/mps/pipe', log: '/run/gpu-cosplay/mps/log'} as const
+/** up --count N: rank i's MPS daemon in the container (each rank its own daemon, on its own device). */
+export function containerRankMpsDirs(rank: number, base: {readonly pipe: string; readonly log: string} = CONTAINER_MPS_DIRS): {pipe: string; log: string} {
+  const root = base.pipe.replace(/\/pipe$/, '')
+  return {pipe: `${root}/rank-${rank}/pipe`, log: `${root}/rank-${rank}/log`}
+}
 /** The same for a container where nothing runs as root: folders its user can make. */
 export const UNPRIVILEGED_MPS_DIRS = {pipe: '/tmp/gpu-cosplay/mps/pipe', log: '/tmp/gpu-cosplay/mps/log'} as const
 /**
@@ -86,3 +93,6 @@ export const DEBUG_NS = {
   container: 'gpu-cosplay:container',
   catalog: 'gpu-cosplay:catalog',
 } as const
+
+/** The most devices one session may ask for (up/plan --count; an 8-GPU box of 7 slices each is 56). */
+export const COUNT_MAX = 64

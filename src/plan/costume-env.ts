@@ -42,3 +42,16 @@ export function memFraction(capMiB: number, physicalMiB: number): string {
   const tenThousandths = Math.min(10_000, Math.max(1, Math.floor((capMiB * 10_000) / physicalMiB)))
   return (tenThousandths / 10_000).toFixed(4)
 }
+
+/** One rank's device as the costume narrows a process to it (runtime-hooks: GPU_COSPLAY_RANKS). */
+export type RankDevice = {readonly uuid: string; readonly mpsPipe: string | null}
+
+/**
+ * up --count N: what every process of the session needs to find its own device: the devices in ordinal order, and
+ * the visibility of all of them (each rank's process is narrowed to its own by the costume, before CUDA starts).
+ */
+export function ranksEnv(ranks: readonly RankDevice[]): Record<string, string> {
+  // MPS shares of one GPU without MIG name it once: a device listed twice is refused by CUDA
+  const all = [...new Set(ranks.map((r) => r.uuid))].join(',')
+  return {[COSTUME_ENV.ranks]: JSON.stringify(ranks.map((r) => ({uuid: r.uuid, mpsPipe: r.mpsPipe}))), CUDA_VISIBLE_DEVICES: all, NVIDIA_VISIBLE_DEVICES: all}
+}

@@ -7,9 +7,6 @@ import type {Objective, Plan, PlanHost, PlanRanks} from './types.js'
 /** One GPU `--count N` may use: as the planner sees it, and the settings others hold on it. */
 export type RankHost = {readonly host: PlanHost; readonly held: HeldSettings}
 
-/** the most devices one session may ask for (an 8-GPU box of 7 slices each is 56) */
-export const COUNT_MAX = 64
-
 /** /dev/shm per rank: NCCL's shared-memory transport keeps its buffers there (64 MiB, Docker's default, is too small). */
 export const SHM_MIB_PER_RANK = 1024
 
@@ -129,6 +126,16 @@ function linkOf(plan: Plan, acrossGpus: boolean, target: Target): PlanRanks['lin
   }
 }
 
+/** How many ranks of this plan's shape the GPU would take idle (every slice free). */
+function idleCapacityOf(host: PlanHost, plan: Plan): number {
+  if (plan.mig) return host.model.mig?.profiles.find((p) => p.name === plan.mig!.profile)?.maxInstances ?? 0
+  return capacityOf(host, plan)
+}
+
+/**
+ * RANKS_DO_NOT_FIT where the GPUs could take N once others free their slices (`up --wait` waits for that);
+ * TOO_MANY_RANKS where they never could.
+ */
 function doNotFit(target: Target, count: number, candidates: readonly Candidate[], refusals: readonly string[], hosts: readonly RankHost[]): StateError {
   const best = bestOf(candidates)
   const fits = candidates.filter((c) => c.shape === best?.shape).reduce((sum, c) => sum + c.capacity, 0)
@@ -140,7 +147,11 @@ function doNotFit(target: Target, count: number, candidates: readonly Candidate[
       : model && perGpu > 0
         ? `${perGpu} of ${best.shape} fit on one ${model.name}; ${count} need ${Math.ceil(count / perGpu)} (plan --on plans one GPU)`
         : `${fits} of ${best.shape} fit now${refusals.length > 0 ? ` (${refusals.join('; ')})` : ''}`
-  return new StateError('RANKS_DO_NOT_FIT', `${count} x ${target.name} do not fit: ${room}`, {
+  const idle = new Map<PlanHost, number>()
+  for (const c of candidates) idle.set(c.host, Math.max(idle.get(c.host) ?? 0, idleCapacityOf(c.host, c.plan)))
+  // no GPU could plan (busy, MIG pending a reset): the reasons say what to wait for
+  const ever = candidates.length === 0 || [...idle.values()].reduce((sum, n) => sum + n, 0) >= count
+  return new StateError(ever ? 'RANKS_DO_NOT_FIT' : 'TOO_MANY_RANKS', `${count} x ${target.name} do not fit: ${room}`, {
     fix: [`ask for fewer: --count ${Math.max(1, fits)}`, 'see who holds the GPUs: gpu-cosplay status'],
   })
 }

@@ -12,7 +12,7 @@ export function renderPs(sessions: readonly (SessionView & {host?: string})[]): 
     s.owner,
     s.lease ? `lease: ${describeHold(s.lease)}` : (s.target ?? '-'),
     s.gpuIndex === null ? '?' : String(s.gpuIndex),
-    s.mig ? sliceOf(s.mig) : s.lease ? '-' : 'whole GPU',
+    s.mig ? slicesOf(s.mig, s.ranks) : s.lease ? '-' : s.ranks ? `${s.ranks.length} MPS shares` : 'whole GPU',
     stateOf(s),
     s.container ? `${s.container.name} (${s.containerState ?? 'unknown'})` : '-',
   ])
@@ -58,6 +58,13 @@ export function describeHold(hold: {clockMHz: number | null; powerLimitW: number
 /** A slice the session planned but has not made yet (its up was stopped before) has no instance to name. */
 export function sliceOf(mig: {profile: string; gpuInstanceId: number | null}): string {
   return mig.gpuInstanceId === null ? `${mig.profile} (not created)` : `${mig.profile} GI ${mig.gpuInstanceId}`
+}
+
+/** One slice, or a session's N (up --count N): "2 x 1g.35gb GI 5,6". */
+function slicesOf(mig: {profile: string; gpuInstanceId: number | null}, ranks: SessionView['ranks']): string {
+  if (!ranks) return sliceOf(mig)
+  const ids = ranks.map((r) => r.gpuInstanceId)
+  return ids.every((id) => id !== null) ? `${ranks.length} x ${mig.profile} GI ${ids.join(',')}` : `${ranks.length} x ${mig.profile} (not all created)`
 }
 
 function stateOf(s: SessionView): string {

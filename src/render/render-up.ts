@@ -9,6 +9,13 @@ export function renderUp(r: UpResult): string {
   const lines = [
     `Session ${r.name}: ${r.target.name} on GPU ${r.hostGpu.index}`,
     `  slice:  ${slice}`,
+    ...(r.ranks
+      ? [
+          `  ranks:  ${r.ranks.length} devices, each wearing the costume with its own slice and MPS daemon:`,
+          ...r.ranks.map((k) => `    cuda:${k.rank}  ${k.uuid}${k.gpuInstanceId === null ? '' : ` (GI ${k.gpuInstanceId}, CI ${k.computeInstanceId})`}`),
+          `  link:   ${r.plan.ranks!.link.note}`,
+        ]
+      : []),
     `  clock:  ${r.clockMHz === null ? 'unlocked' : `${r.clockMHz} MHz`}   power: ${power}   VRAM cap: ${r.vramCapGiB} GiB`,
     r.mps
       ? `  MPS:    ${r.mps.activeThreadPercentage}% active threads = ${r.mps.smCount} SMs, ${r.mps.pinnedMemLimitMiB} MiB pinned (${r.mps.pipeDirectory})`

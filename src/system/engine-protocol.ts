@@ -6,6 +6,8 @@
  */
 import * as z from 'zod'
 
+import {COUNT_MAX} from '../core/names.js'
+
 export const ENGINE_PROTOCOL = 1
 /** the request line, and each input frame after it */
 export const MAX_REQUEST_BYTES = 1024 * 1024
@@ -71,6 +73,8 @@ export const upRequestSchema = op('up', {
   match: z.enum(['fp32', 'bf16', 'bandwidth', 'balanced']),
   /** what the plan matches: what the target card measures (absent: that), or its datasheet */
   basis: z.enum(['measured', 'datasheet']).optional(),
+  /** up --count N: N devices of the target in the session (absent: one) */
+  count: z.number().int().min(2).max(COUNT_MAX).optional(),
   name: sessionName.nullable(),
   strict: z.boolean(),
   noMps: z.boolean(),

@@ -159,14 +159,14 @@ describe('plan --count N (several devices in one session)', () => {
   it('more than fit is refused in one line (exit 3) with a fix, and changes nothing on a live GPU', () => {
     const refused = runJson(['plan', 't4', '--on', 'h200', '--count', '8'])
     expect(refused.exitCode).toBe(3)
-    expect(refused.json).toMatchObject({error: {code: 'RANKS_DO_NOT_FIT'}})
+    expect(refused.json).toMatchObject({error: {code: 'TOO_MANY_RANKS'}})
     expect(refused.json.error.message).toMatch(/^8 x Tesla T4 do not fit: 7 of 1g\.18gb/)
     expect(refused.json.error.fix[0]).toBe('ask for fewer: --count 7')
 
     const sim = Sim.create('h200', 1).enableMig(0)
     const before = sim.stateText()
     const live = runJson(['plan', 't4', '--count', '8'], sim.env())
-    expect([live.exitCode, live.json.error?.code]).toEqual([3, 'RANKS_DO_NOT_FIT'])
+    expect([live.exitCode, live.json.error?.code]).toEqual([3, 'TOO_MANY_RANKS'])
     expect(sim.stateText()).toBe(before)
   })
 
@@ -177,7 +177,7 @@ describe('plan --count N (several devices in one session)', () => {
     expect(spread.json.ranks!.gpus).toEqual([0, 1, 2, 3].map((index) => ({index, ranks: 1})))
     expect(spread.json.ranks!.link.acrossGpus).toBe(true)
     const one = runJson(['plan', 'a100-80g', '--count', '4', '--host-gpu', '5'], sim.env())
-    expect([one.exitCode, one.json.error?.code]).toEqual([3, 'RANKS_DO_NOT_FIT'])
+    expect([one.exitCode, one.json.error?.code]).toEqual([3, 'TOO_MANY_RANKS'])
   })
 
   it('--count with -o is refused (an export lays out single slices; use --mix)', () => {

@@ -675,6 +675,29 @@ class MpsTest(unittest.TestCase):
         self.assertEqual(self.calls()[-1]["command"], "quit")
         self.assertFalse(os.path.exists(os.path.join(self.pipe, "control")))
 
+    def test_one_daemon_per_rank_each_on_its_own_device_all_quit(self):
+        base = os.path.dirname(self.pipe)
+        self.bash('start_mps "$2" "$3"; write_session_env /home/u; stop_mps', GPU_COSPLAY_MPS_DEVICES="MIG-aaa MIG-bbb")
+        calls = self.calls()
+        by_pipe = {}
+        for c in calls:
+            by_pipe.setdefault(c["pipeDirectory"], []).append((c["command"], c["cudaVisibleDevices"]))
+        self.assertEqual(sorted(by_pipe), [os.path.join(base, "rank-0/pipe"), os.path.join(base, "rank-1/pipe")])
+        for rank, device in ((0, "MIG-aaa"), (1, "MIG-bbb")):
+            self.assertEqual(by_pipe[os.path.join(base, "rank-%d/pipe" % rank)], [
+                ("-d", device), ("set_default_active_thread_percentage 25", device),
+                ("set_default_device_pinned_mem_limit 0 2048M", device), ("quit", None)])
+        # the session's variables point at rank 0's daemon (the costume points each rank's process at its own)
+        self.assertEqual(self.ssh_env()["CUDA_MPS_PIPE_DIRECTORY"], os.path.join(base, "rank-0/pipe"))
+        self.assertEqual(self.read_status(), "running")
+
+    def test_a_rank_whose_daemon_fails_stops_those_started_and_says_which(self):
+        base = os.path.dirname(self.pipe)
+        self.bash('start_mps "$2" "$3"', GPU_COSPLAY_MPS_DEVICES="MIG-aaa MIG-bbb", GPU_COSPLAY_SIM_MPS_FAIL="-d@" + os.path.join(base, "rank-1/pipe"))
+        self.assertRegex(self.read_status(), r"^failed: rank 1: \S*nvidia-cuda-mps-control -d failed: simulated failure of -d$")
+        quits = [c for c in self.calls() if c["command"] == "quit"]
+        self.assertEqual([c["pipeDirectory"] for c in quits], [os.path.join(base, "rank-0/pipe")])
+
     def test_a_daemon_that_does_not_start_says_why_in_one_line(self):
         self.bash('start_mps "$2" "$3"', GPU_COSPLAY_SIM_MPS_FAIL="-d")
         self.assertRegex(self.read_status(), r"^failed: \S*nvidia-cuda-mps-control -d failed: simulated failure of -d$")

@@ -1,4 +1,5 @@
 import {isSmiError} from '../../host/smi-error.js'
+import {isLeaseSession, migSlotsOf, slotOfRank} from '../gpu-book.js'
 import type {Json, StepContext, StepImpl} from './step.js'
 
 /** IDs other sessions in this GPU's book own: never ours to destroy, even when they look new. */
@@ -6,9 +7,11 @@ function ownedByOthers(ctx: StepContext): {gis: Set<number>; cis: Set<string>} {
   const gis = new Set<number>()
   const cis = new Set<string>()
   for (const other of Object.values(ctx.book.sessions)) {
-    if (other.name === ctx.session.name || !other.mig) continue
-    if (other.mig.gpuInstanceId !== null) gis.add(other.mig.gpuInstanceId)
-    if (other.mig.gpuInstanceId !== null && other.mig.computeInstanceId !== null) cis.add(`${other.mig.gpuInstanceId}/${other.mig.computeInstanceId}`)
+    if (other.name === ctx.session.name) continue
+    for (const slot of migSlotsOf(other)) {
+      if (slot.gpuInstanceId !== null) gis.add(slot.gpuInstanceId)
+      if (slot.gpuInstanceId !== null && slot.computeInstanceId !== null) cis.add(`${slot.gpuInstanceId}/${slot.computeInstanceId}`)
+    }
   }
   return {gis, cis}
 }
@@ -24,7 +27,8 @@ function tolerateGone(error: unknown): void {
  */
 export const createGpuInstance: StepImpl = {
   kind: 'create-gi',
-  describe: (params) => `create GPU instance ${params.profile} (profile ${params.profileId})${params.withComputeInstance ? ' with its compute instance' : ''}`,
+  describe: (params) =>
+    `create GPU instance ${params.profile} (profile ${params.profileId})${params.withComputeInstance ? ' with its compute instance' : ''}${params.rank ? ` for rank ${params.rank}` : ''}`,
 
   async readPrior(ctx) {
     return {gpuInstanceIds: ctx.live.gpuInstances.map((gi) => gi.id)}
@@ -35,7 +39,9 @@ export const createGpuInstance: StepImpl = {
     const created = await ctx.gpu.createGpuInstanceWithComputeInstance(index, params.profileId as number)
     // Old drivers do not print the new CI's ID: in a GPU instance made a moment ago, it is the only one.
     const computeInstanceId = created.computeInstanceId ?? (await ctx.gpu.computeInstances(index, created.gpuInstanceId))[0]?.id ?? null
-    if (ctx.session.mig) Object.assign(ctx.session.mig, {gpuInstanceId: created.gpuInstanceId, computeInstanceId})
+    // the slot of the rank this step makes (params.rank, up --count N; absent: the session's one)
+    const slot = isLeaseSession(ctx.session) ? null : slotOfRank(ctx.session, (params.rank as number | undefined) ?? 0)
+    if (slot) Object.assign(slot, {gpuInstanceId: created.gpuInstanceId, computeInstanceId})
     return {gpuInstanceId: created.gpuInstanceId, computeInstanceId}
   },
 
@@ -60,7 +66,11 @@ async function findNewGpuInstance(ctx: StepContext, params: Json, prior: Json): 
   const index = ctx.live.index
   const before = new Set(prior.gpuInstanceIds as number[])
   const others = ownedByOthers(ctx).gis
-  const fresh = (await ctx.gpu.gpuInstances(index)).filter((gi) => gi.profileId === params.profileId && !before.has(gi.id) && !others.has(gi.id))
+  // up --count N: the instances this session's other ranks recorded are theirs (priors are all read before the first)
+  const ranks = new Set(migSlotsOf(ctx.session).map((slot) => slot.gpuInstanceId))
+  const fresh = (await ctx.gpu.gpuInstances(index)).filter(
+    (gi) => gi.profileId === params.profileId && !before.has(gi.id) && !others.has(gi.id) && !ranks.has(gi.id),
+  )
   if (fresh.length === 1) return fresh[0].id
   if (fresh.length > 1) ctx.notes.push(`GPU ${index}: ${fresh.length} unrecorded GPU instances of profile ${params.profileId}; none was destroyed`)
   return null

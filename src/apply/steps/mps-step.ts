@@ -5,6 +5,7 @@ import type {Executor} from '../../core/executor.js'
 import {LocalExecutor} from '../../core/local-executor.js'
 import type {MpsControl, MpsDirectories, MpsRunAs} from '../../host/mps.js'
 import type {MpsShaping} from '../../plan/types.js'
+import {isLeaseSession, slotOfRank} from '../gpu-book.js'
 import {removeTreeAsOwner} from '../remove-tree-as-owner.js'
 import {ensureHolderDir, ensurePrivateDir, ensureUserDir} from '../state-dir.js'
 import type {Json, PlannedStep, StepImpl} from './step.js'
@@ -22,6 +23,8 @@ export type StartMpsParams = {
   readonly pinnedMemLimitMiB: number
   /** the daemon's owner when we run as root; null: as this process */
   readonly runAs: MpsRunAs | null
+  /** up --count N: the rank whose device the daemon serves (absent: the session's one) */
+  readonly rank?: number
 }
 
 /** The MPS control funnel, made when a step first needs it. */
@@ -31,7 +34,8 @@ export type MpsFactory = () => MpsControl
 export function startMpsStep(mps: MpsFactory, executor: Executor = new LocalExecutor()): StepImpl {
   return {
     kind: 'start-mps',
-    describe: (params) => `start an MPS control daemon: ${params.activeThreadPercentage}% of the SMs, ${params.pinnedMemLimitMiB} MiB pinned`,
+    describe: (params) =>
+      `start an MPS control daemon${params.rank ? ` for rank ${params.rank}` : ''}: ${params.activeThreadPercentage}% of the SMs, ${params.pinnedMemLimitMiB} MiB pinned`,
 
     async readPrior() {
       return {}
@@ -44,8 +48,9 @@ export function startMpsStep(mps: MpsFactory, executor: Executor = new LocalExec
       ensurePrivateDir(path.dirname(dirs.pipe), owner)
       ensurePrivateDir(dirs.pipe, owner)
       ensurePrivateDir(dirs.log, owner)
-      // One daemon per MIG device: clients see only the session's slice.
-      const device = ctx.session.mig?.uuid ?? ctx.book.gpu.uuid
+      // One daemon per MIG device: clients see only their rank's slice (on a GPU without MIG, the GPU itself)
+      const slot = isLeaseSession(ctx.session) ? null : slotOfRank(ctx.session, p.rank ?? 0)
+      const device = slot?.uuid ?? ctx.book.gpu.uuid
       const control = mps()
       await control.startDaemon(dirs, device, p.runAs)
       try {
@@ -88,16 +93,25 @@ export function mpsStepFor(
   session: string,
   owner: {uid: number; gid: number},
   runAsOwner: boolean,
+  rank = 0,
 ): PlannedStep {
   const base = path.join(ensureUserDir(stateDir, owner), 'mps')
   ensureHolderDir(base, owner)
-  const dir = path.join(base, createHash('sha256').update(session).digest('hex').slice(0, 10))
+  // rank 0 keeps the folder a session of one device has; a name cannot hold '#', so no session's is another's rank's
+  const dir = path.join(
+    base,
+    createHash('sha256')
+      .update(rank === 0 ? session : `${session}#${rank}`)
+      .digest('hex')
+      .slice(0, 10),
+  )
   const params: StartMpsParams & Json = {
     pipeDirectory: path.join(dir, 'pipe'),
     logDirectory: path.join(dir, 'log'),
     activeThreadPercentage: shaping.activeThreadPercentage,
     pinnedMemLimitMiB: shaping.pinnedMemLimitMiB,
     runAs: runAsOwner ? owner : null,
+    ...(rank > 0 ? {rank} : {}),
   }
   return {impl, params}
 }

@@ -59,6 +59,26 @@ describe('quotas', () => {
     expect(listSessions(box.stateDir)).toHaveLength(2)
   })
 
+  it("up --count 2 is one session holding two sessions' slices", async () => {
+    const box = simBox(2)
+    const one = await bringUp(upRequest(ALICE, {target: target('3090')}), box.deps)
+    const slices = one.plan.mig!.memorySlices
+    // one session of two devices fits a quota of one session and the slices of two
+    const quota = {sessions: 3, slices: 3 * slices, source: "alice's quota"}
+    const duo = await bringUp(upRequest(ALICE, {target: target('3090'), count: 2, quota}), box.deps)
+    expect(duo.session.moreSlices).toHaveLength(1)
+    const picture = gpuPicture(box.sim, 1)
+    const changes = mutations(box).length
+    // three slices are held in two sessions: another session of two would hold five, and is refused before any change
+    const refused = await bringUp(upRequest(ALICE, {target: target('3090'), count: 2, quota, hostGpu: 1}), box.deps).catch((e: unknown) => e)
+    expect(refused).toMatchObject({code: 'QUOTA_EXCEEDED', exit: 4})
+    expect((refused as Error).message).toContain(`you hold 2 session(s) with ${3 * slices} memory slice(s)`)
+    expect(mutations(box)).toHaveLength(changes)
+    expect(gpuPicture(box.sim, 1)).toEqual(picture)
+    // within the quota it is taken
+    await bringUp(upRequest(ALICE, {target: target('3090'), count: 2, quota: {...quota, slices: 5 * slices}, hostGpu: 1}), box.deps)
+  })
+
   it('two concurrent ups on two GPUs cannot both take the last place', async () => {
     const box = simBox(2)
     const quota = {sessions: 1, slices: null, source: "the box's quota"}

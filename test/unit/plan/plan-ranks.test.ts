@@ -48,7 +48,7 @@ describe('planRanks', () => {
     const room = hostModel('h200').mig!.profiles.find((p) => p.name === t4.mig!.profile)!.maxInstances
     expect(planRanks(target('t4'), model('h200'), 'balanced', room, OPTIONS).ranks!.gpus).toEqual([{index: null, ranks: room}])
     const error = refusal(() => planRanks(target('t4'), model('h200'), 'balanced', room + 1, OPTIONS))
-    expect(error.code).toBe('RANKS_DO_NOT_FIT')
+    expect(error.code).toBe('TOO_MANY_RANKS')
     expect(error.exit).toBe(3)
     expect(error.message).toContain(`${room} of ${t4.mig!.profile}`)
     expect(error.message).toContain(`fit on one NVIDIA H200`)
@@ -70,7 +70,10 @@ describe('planRanks', () => {
   it('on a live GPU only the free slices count', () => {
     const profile = planCosplay(target('3090'), planHostFromModel(hostModel('h200'), {mpsAvailable: true})).mig!.profile
     const busy = [gpu('h200', 0, {[profile]: 1, others: 0})]
-    expect(refusal(() => planRanks(target('3090'), busy, 'balanced', 2, OPTIONS)).message).toMatch(/^2 x NVIDIA GeForce RTX 3090 do not fit: 1 of /)
+    const taken = refusal(() => planRanks(target('3090'), busy, 'balanced', 2, OPTIONS))
+    // the GPU holds two when its other slices are free: up --wait waits for that
+    expect(taken.code).toBe('RANKS_DO_NOT_FIT')
+    expect(taken.message).toMatch(/^2 x NVIDIA GeForce RTX 3090 do not fit: 1 of /)
     expect(planRanks(target('3090'), [...busy, gpu('h200', 1, {[profile]: 1, others: 0})], 'balanced', 2, OPTIONS).ranks!.gpus).toEqual([
       {index: 0, ranks: 1},
       {index: 1, ranks: 1},
@@ -114,7 +117,7 @@ describe('planRanks', () => {
     expect(plan.ranks!.link.note).toContain('NCCL_MULTI_RANK_GPU_ENABLE')
     const room = Math.min(Math.floor(100 / plan.mps!.activeThreadPercentage), Math.floor((hostModel('l40s').memoryGiB * 1024) / plan.mps!.pinnedMemLimitMiB))
     expect(planRanks(target('t4'), model('l40s'), 'balanced', room, OPTIONS).ranks!.count).toBe(room)
-    expect(refusal(() => planRanks(target('t4'), model('l40s'), 'balanced', room + 1, OPTIONS)).code).toBe('RANKS_DO_NOT_FIT')
+    expect(refusal(() => planRanks(target('t4'), model('l40s'), 'balanced', room + 1, OPTIONS)).code).toBe('TOO_MANY_RANKS')
   })
 
   it('without MPS either: a whole GPU per rank', () => {
@@ -125,6 +128,6 @@ describe('planRanks', () => {
       {index: 0, ranks: 1},
       {index: 1, ranks: 1},
     ])
-    expect(refusal(() => planRanks(target('t4'), [whole(0)], 'balanced', 2, OPTIONS)).code).toBe('RANKS_DO_NOT_FIT')
+    expect(refusal(() => planRanks(target('t4'), [whole(0)], 'balanced', 2, OPTIONS)).code).toBe('TOO_MANY_RANKS')
   })
 })
