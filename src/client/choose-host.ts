@@ -32,6 +32,8 @@ export type PlanFlags = {
   readonly 'lock-clock': boolean
   readonly 'cap-power': boolean
   readonly 'no-mps': boolean
+  readonly count?: number
+  readonly datasheet?: boolean
 }
 
 /**
@@ -54,6 +56,9 @@ export async function upOnBestHost<T>(
     ...(flags['lock-clock'] ? ['--lock-clock'] : []),
     ...(flags['cap-power'] ? ['--cap-power'] : []),
     ...(flags['no-mps'] ? ['--no-mps'] : []),
+    // the plan the box would apply: N devices, on the basis asked
+    ...(flags.count !== undefined && flags.count > 1 ? ['--count', String(flags.count)] : []),
+    ...(flags.datasheet ? ['--datasheet'] : []),
   ]
   const ranked = await rankHosts(hosts, planArgs, how.version)
   if (ranked[0].plan !== null) how.say(describePlacement(ranked))
