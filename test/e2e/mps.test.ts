@@ -7,7 +7,7 @@
  */
 import {jest} from '@jest/globals'
 
-import {BASE_IMAGE, containersOf, docker, NO_SSHD_IMAGE, version, World} from './support.js'
+import {BASE_IMAGE, buildDefaultImage, containersOf, docker, NO_SSHD_IMAGE, version, World} from './support.js'
 
 jest.setTimeout(180_000)
 
@@ -25,13 +25,7 @@ const FAULTS = {
 let world: World
 beforeAll(() => {
   // the default image from this tree's docker/ (its entrypoint writes the MPS status with the reason)
-  const builder = new World()
-  try {
-    const built = builder.json(['build', '--base', BASE_IMAGE])
-    if (built.exitCode !== 0) throw new Error(`build: ${built.stdout}${built.stderr}`)
-  } finally {
-    builder.cleanup()
-  }
+  buildDefaultImage()
   docker(['build', '-q', '-t', NO_SSHD_IMAGE, '-'], `FROM ${BASE_IMAGE}\nRUN rm -f /usr/sbin/sshd\n`)
   for (const {image, env} of Object.values(FAULTS)) docker(['build', '-q', '-t', image, '-'], `FROM gpu-cosplay:${version()}\nENV ${env}\n`)
 })

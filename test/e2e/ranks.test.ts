@@ -5,19 +5,13 @@
  */
 import {jest} from '@jest/globals'
 
-import {BASE_IMAGE, containersOf, docker, World} from './support.js'
+import {buildDefaultImage, containersOf, docker, World} from './support.js'
 
 jest.setTimeout(240_000)
 
 let world: World
 beforeAll(() => {
-  const builder = new World()
-  try {
-    const built = builder.json(['build', '--base', BASE_IMAGE])
-    if (built.exitCode !== 0) throw new Error(`build: ${built.stdout}${built.stderr}`)
-  } finally {
-    builder.cleanup()
-  }
+  buildDefaultImage()
 })
 beforeEach(() => {
   world = new World()

@@ -236,7 +236,17 @@ describe('the costume with real torch', () => {
     expect(r.device).toEqual({name: expect.any(String), kind: 'cpu', driver: null})
     expect(Object.keys(r.axes)).toEqual(['fp32', 'bf16', 'bandwidth', 'vram'])
     for (const axis of ['fp32', 'bf16', 'bandwidth', 'vram']) {
-      expect(Object.keys(r.axes[axis]).sort()).toEqual(['expectedCalibrated', 'expectedMeasured', 'expectedPeak', 'measured', 'reference', 'target', 'unit', 'verdict', 'vsReferencePct'])
+      expect(Object.keys(r.axes[axis]).sort()).toEqual([
+        'expectedCalibrated',
+        'expectedMeasured',
+        'expectedPeak',
+        'measured',
+        'reference',
+        'target',
+        'unit',
+        'verdict',
+        'vsReferencePct',
+      ])
       expect(r.axes[axis].verdict).toBe('SKIP')
       expect(r.axes[axis].expectedCalibrated).toBeNull()
       expect(r.axes[axis].vsReferencePct).toBeNull() // a CPU figure is held to no card

@@ -186,6 +186,17 @@ export function docker(args: readonly string[], input?: string, options: {allowF
 }
 
 /** package.json's version: the default image's tag */
+/** The default cosplay image built from this tree's docker/ on the test base (gpu-cosplay build, as the test user). */
+export function buildDefaultImage(): void {
+  const builder = new World()
+  try {
+    const built = builder.json(['build', '--base', BASE_IMAGE])
+    if (built.exitCode !== 0) throw new Error(`build: ${built.stdout}${built.stderr}`)
+  } finally {
+    builder.cleanup()
+  }
+}
+
 export function version(): string {
   return (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {version: string}).version
 }

@@ -3,32 +3,16 @@
  * once, ended whole; N that do not fit are refused before anything changes; every crash point of the N-slice up
  * recovers (quotas: test/unit/apply/quota-idle.test.ts).
  */
-import {existsSync, readFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {existsSync} from 'node:fs'
 
-import {freshHost} from '../support/crash-points.js'
-import {cleanupTemps, type Env, MPS_SIM_BIN, runCli, runJson, type Sim} from '../support/run-cli.js'
-import {gpuState, killHungSims, mutatingCalls, startCli, waitForCall} from '../support/run-cli-async.js'
+import {freshHost, killDuring} from '../support/crash-points.js'
+import {mpsEnv, mpsLog} from '../support/mps-sim.js'
+import {cleanupTemps, runCli, runJson} from '../support/run-cli.js'
+import {gpuState, mutatingCalls} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
 
 const UP = ['up', '3090', '--count', '2', '--no-container', '--name', 'duo']
-
-function mpsEnv(sim: Sim, extra: Env = {}): Env {
-  return sim.env({GPU_COSPLAY_MPS_CONTROL: MPS_SIM_BIN, GPU_COSPLAY_SIM_MPS_LOG: join(sim.dir, 'mps.log'), ...extra})
-}
-
-type MpsRecord = {command: string | null; cudaVisibleDevices: string | null; pipeDirectory: string}
-
-function mpsLog(sim: Sim): MpsRecord[] {
-  const file = join(sim.dir, 'mps.log')
-  return existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as MpsRecord)
-    : []
-}
 
 describe('up 3090 --count 2 on an H200', () => {
   it('makes two slices, a daemon on each with its limits, lists the session once, and down restores the GPU exactly', () => {
@@ -119,13 +103,7 @@ describe('kill -9 during up --count 2, then recover', () => {
       const host = freshHost()
       const hostEnv = mpsEnv(host)
       const before = gpuState(host)
-      host.set('faults', [{at: nth, action, match: call.join(' ')}])
-      const running = startCli(UP, hostEnv)
-      await waitForCall(host, (c) => c.fault === action)
-      running.kill('SIGKILL')
-      await running.done
-      killHungSims(host)
-      host.set('faults', [])
+      await killDuring(host, hostEnv, UP, call, action, nth)
       const recovered = runJson(['recover'], hostEnv)
       expect(recovered.exitCode).toBe(0)
       expect(recovered.json.gpus[0].recovered).toEqual(['duo'])

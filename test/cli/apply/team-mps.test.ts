@@ -7,7 +7,8 @@ import {execFileSync} from 'node:child_process'
 import {existsSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {cleanupTemps, type Env, MPS_SIM_BIN, runCli, runJson, Sim} from '../support/run-cli.js'
+import {cleanupTemps, MPS_SIM_BIN, runCli, runJson, Sim} from '../support/run-cli.js'
+import {mpsEnv, mpsLog} from '../support/mps-sim.js'
 import {gpuState, killHungSims, startCli} from '../support/run-cli-async.js'
 
 afterAll(cleanupTemps)
@@ -23,22 +24,6 @@ const TPC_TFLOPS = (2 * 256 * 1980) / 1e6
 /** What a session's own daemon holds now, asked the way a client's tools would. */
 function askDaemon(pipeDirectory: string, command: string): string {
   return execFileSync(MPS_SIM_BIN, [], {input: `${command}\n`, env: {...process.env, CUDA_MPS_PIPE_DIRECTORY: pipeDirectory}, encoding: 'utf8'}).trim()
-}
-
-type MpsRecord = {argv: string[]; command: string | null; cudaVisibleDevices: string | null; pipeDirectory: string}
-
-function mpsEnv(sim: Sim, extra: Env = {}): Env {
-  return sim.env({GPU_COSPLAY_MPS_CONTROL: MPS_SIM_BIN, GPU_COSPLAY_SIM_MPS_LOG: join(sim.dir, 'mps.log'), ...extra})
-}
-
-function mpsLog(sim: Sim): MpsRecord[] {
-  const file = join(sim.dir, 'mps.log')
-  return existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as MpsRecord)
-    : []
 }
 
 function daemonPid(pipeDirectory: string): number | null {

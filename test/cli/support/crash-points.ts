@@ -33,8 +33,9 @@ export function crashCases(points: readonly string[][]): Array<readonly [string,
   return points.flatMap((call) => (['hang', 'hang-after'] as const).map((action) => [call.join(' '), action, call] as const))
 }
 
-export async function killDuring(sim: Sim, env: Env, args: readonly string[], call: readonly string[], action: 'hang' | 'hang-after'): Promise<void> {
-  sim.set('faults', [{at: 1, action, match: call.join(' ')}])
+/** kill -9 while the `nth` call that matches `call` hangs (two calls of one argv, e.g. two ranks' `-cgi`, are 1 and 2) */
+export async function killDuring(sim: Sim, env: Env, args: readonly string[], call: readonly string[], action: 'hang' | 'hang-after', nth = 1): Promise<void> {
+  sim.set('faults', [{at: nth, action, match: call.join(' ')}])
   const running = startCli(args, env)
   await waitForCall(sim, (c) => c.fault === action)
   running.kill('SIGKILL')

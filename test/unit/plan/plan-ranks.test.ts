@@ -1,8 +1,8 @@
-import {CosplayError} from '../../../src/core/errors.js'
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
 import {planRanks, type RankHost, SHM_MIB_PER_RANK} from '../../../src/plan/plan-ranks.js'
 import type {PlanHost} from '../../../src/plan/types.js'
+import {thrown} from '../support/thrown.js'
 import {hostModel, target} from './catalog-for-tests.js'
 
 const idle = (host: PlanHost): RankHost => ({host, held: {holders: []}})
@@ -21,16 +21,6 @@ function gpu(name: string, index: number, free: Record<string, number> = {}): Ra
   })
 }
 
-function refusal(run: () => unknown): CosplayError {
-  try {
-    run()
-  } catch (error) {
-    if (error instanceof CosplayError) return error
-    throw error
-  }
-  throw new Error('expected a refusal')
-}
-
 describe('planRanks', () => {
   it('2 x 3090 on an H200: two of the slice one 3090 gets, on the one GPU, joined by host shared memory', () => {
     const single = planCosplay(target('3090'), planHostFromModel(hostModel('h200'), {mpsAvailable: true}))
@@ -47,7 +37,7 @@ describe('planRanks', () => {
     const t4 = planCosplay(target('t4'), planHostFromModel(hostModel('h200'), {mpsAvailable: true}))
     const room = hostModel('h200').mig!.profiles.find((p) => p.name === t4.mig!.profile)!.maxInstances
     expect(planRanks(target('t4'), model('h200'), 'balanced', room, OPTIONS).ranks!.gpus).toEqual([{index: null, ranks: room}])
-    const error = refusal(() => planRanks(target('t4'), model('h200'), 'balanced', room + 1, OPTIONS))
+    const error = thrown(() => planRanks(target('t4'), model('h200'), 'balanced', room + 1, OPTIONS))
     expect(error.code).toBe('TOO_MANY_RANKS')
     expect(error.exit).toBe(3)
     expect(error.message).toContain(`${room} of ${t4.mig!.profile}`)
@@ -70,7 +60,7 @@ describe('planRanks', () => {
   it('on a live GPU only the free slices count', () => {
     const profile = planCosplay(target('3090'), planHostFromModel(hostModel('h200'), {mpsAvailable: true})).mig!.profile
     const busy = [gpu('h200', 0, {[profile]: 1, others: 0})]
-    const taken = refusal(() => planRanks(target('3090'), busy, 'balanced', 2, OPTIONS))
+    const taken = thrown(() => planRanks(target('3090'), busy, 'balanced', 2, OPTIONS))
     // the GPU holds two when its other slices are free: up --wait waits for that
     expect(taken.code).toBe('RANKS_DO_NOT_FIT')
     expect(taken.message).toMatch(/^2 x NVIDIA GeForce RTX 3090 do not fit: 1 of /)
@@ -101,7 +91,7 @@ describe('planRanks', () => {
 
   it('a GPU that refuses (MIG pending a reset) is left out, and named when nothing else fits', () => {
     const pending = {...gpu('h200', 0), host: {...gpu('h200', 0).host, migBlocker: 'pending-reset' as const}}
-    const error = refusal(() => planRanks(target('3090'), [pending], 'balanced', 2, OPTIONS))
+    const error = thrown(() => planRanks(target('3090'), [pending], 'balanced', 2, OPTIONS))
     expect(error.code).toBe('RANKS_DO_NOT_FIT')
     expect(error.message).toContain('GPU 0: ')
     expect(error.message).toContain('pending a GPU reset')
@@ -117,7 +107,7 @@ describe('planRanks', () => {
     expect(plan.ranks!.link.note).toContain('NCCL_MULTI_RANK_GPU_ENABLE')
     const room = Math.min(Math.floor(100 / plan.mps!.activeThreadPercentage), Math.floor((hostModel('l40s').memoryGiB * 1024) / plan.mps!.pinnedMemLimitMiB))
     expect(planRanks(target('t4'), model('l40s'), 'balanced', room, OPTIONS).ranks!.count).toBe(room)
-    expect(refusal(() => planRanks(target('t4'), model('l40s'), 'balanced', room + 1, OPTIONS)).code).toBe('TOO_MANY_RANKS')
+    expect(thrown(() => planRanks(target('t4'), model('l40s'), 'balanced', room + 1, OPTIONS)).code).toBe('TOO_MANY_RANKS')
   })
 
   it('without MPS either: a whole GPU per rank', () => {
@@ -128,6 +118,6 @@ describe('planRanks', () => {
       {index: 0, ranks: 1},
       {index: 1, ranks: 1},
     ])
-    expect(refusal(() => planRanks(target('t4'), [whole(0)], 'balanced', 2, OPTIONS)).code).toBe('TOO_MANY_RANKS')
+    expect(thrown(() => planRanks(target('t4'), [whole(0)], 'balanced', 2, OPTIONS)).code).toBe('TOO_MANY_RANKS')
   })
 })
