@@ -112,6 +112,7 @@ describe('kill -9 during up --count 2, then recover', () => {
       const started = mpsLog(host).filter((c) => c.command === '-d').length
       expect(mpsLog(host).filter((c) => c.command === 'quit').length).toBe(started)
       expect(runCli(UP, hostEnv).exitCode).toBe(0)
+      expect(runCli(['down', 'duo'], hostEnv).exitCode).toBe(0)
     },
     30_000,
   )
