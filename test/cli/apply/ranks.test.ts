@@ -87,6 +87,7 @@ describe('kill -9 during up --count 2, then recover', () => {
   sim.clearCalls()
   if (runCli(UP, env).exitCode !== 0) throw new Error('clean run failed')
   const points = mutatingCalls(sim)
+  runCli(['down', 'duo'], env)
   // the n-th call of the same argv (both ranks' -cgi look alike): the fault is armed at its occurrence
   const cases = points.flatMap((call, i) => {
     const nth = points.slice(0, i + 1).filter((c) => c.join(' ') === call.join(' ')).length
