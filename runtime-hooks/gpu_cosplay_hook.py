@@ -14,6 +14,11 @@ import os
 import sys
 
 _MARK = "__gpu_cosplay_wrapped__"
+_RANKS_MARK = "__gpu_cosplay_ranks__"
+# set while a rank wrapper's original runs: what it calls gets the ordinal already mapped
+import threading as _threading  # noqa: E402
+
+_RANKS_CALL = _threading.local()
 _STATE_ATTR = "_gpu_cosplay_hook_state"  # kept on the sys module so a reload sees it
 _WATCH = ("torch", "pynvml")
 _ALLOC_CONF_MIN_TORCH = (2, 10)  # first release with per_process_memory_fraction in the allocator config
@@ -46,6 +51,7 @@ class _State(object):
         self.errors = []
         self.report_written = False
         self.alloc_conf = None
+        self.ranks = None  # up --count N: gpu_cosplay_ranks.Ranks; None for one device
 
 
 def state():
@@ -329,7 +335,8 @@ def _cuda_post_init(torch):
         _fault("lazy")
         get_props = st.orig.get("get_device_properties") or torch.cuda.get_device_properties
         set_frac = st.orig.get("set_per_process_memory_fraction") or torch.cuda.set_per_process_memory_fraction
-        count = torch.cuda.device_count()
+        # the devices this process really sees (with several ranks, its own one; device_count() says the session's)
+        count = (st.orig.get("device_count") or torch.cuda.device_count)()
         for idx in range(count):
             try:
                 phys = int(get_props(idx).total_memory)
@@ -488,6 +495,11 @@ def patch_torch(torch):
             _note_error("tf32 cudnn", exc)
 
     _install_lazy_hook(torch)
+    if st.ranks is not None:
+        try:
+            patch_torch_ranks(torch, st)
+        except Exception as exc:
+            _note_error("ranks torch", exc)
     try:
         import atexit
         atexit.register(write_fit_report)
@@ -656,6 +668,196 @@ def patch_pynvml(nv):
         wrap("nvmlDeviceGetPowerManagementLimitConstraints", make_constraints)
 
 
+# --------------------------------------------------------------------------------------------- ranks
+
+def _narrow_to_rank(st):
+    """up --count N: read the session's devices; a process a launcher named (LOCAL_RANK) is narrowed at once."""
+    try:
+        import gpu_cosplay_ranks
+        ranks, why = gpu_cosplay_ranks.parse()
+        if why:
+            _note_error("ranks", ValueError(why))
+        if ranks is None:
+            return
+        st.ranks = ranks
+        rank = gpu_cosplay_ranks.initial_rank(ranks)
+        if rank is not None:
+            ranks.choose(rank)
+    except Exception as exc:
+        _note_error("ranks", exc)
+
+
+def patch_torch_ranks(torch, st):
+    """Ordinals mapped onto the one device this process sees: device_count() is the session's, set_device(i) and
+    torch.cuda.device(i) choose rank i (or refuse another rank's), and CUDA starting with none chosen takes rank 0."""
+    import gpu_cosplay_ranks
+    ranks = st.ranks
+    cuda = torch.cuda
+    OtherRanksDevice = gpu_cosplay_ranks.OtherRanksDevice
+
+    def local(device):
+        # a wrapper's original calling another wrapped function (get_device_name -> get_device_properties) with the
+        # ordinal already mapped: mapped once only
+        if getattr(_RANKS_CALL, "inside", False):
+            return device
+        ordinal = gpu_cosplay_ranks.ordinal_of(device, ranks.rank)
+        if ordinal is None or ordinal < 0:
+            return device
+        try:
+            return ranks.local_index(ordinal)
+        except OtherRanksDevice as exc:
+            raise RuntimeError(str(exc))
+
+    def wrap(name, make):
+        # over the costume's own wrappers (they answer for the one device this process sees), once
+        orig = getattr(cuda, name, None)
+        if orig is None or getattr(orig, _RANKS_MARK, False):
+            return
+        new = make(orig)
+        setattr(new, _RANKS_MARK, True)
+        st.orig.setdefault(name, getattr(orig, "__wrapped__", orig))
+        setattr(cuda, name, new)
+        _replace_everywhere("torch.cuda", name, orig, new)
+
+    def make_lazy_init(orig):
+        def _lazy_init(*a, **kw):
+            if ranks.rank is None and not _initialized(cuda):
+                ranks.choose(0)
+            return orig(*a, **kw)
+        return _lazy_init
+
+    def mapped_call(orig, device, *a, **kw):
+        target = local(device)
+        if getattr(_RANKS_CALL, "inside", False):
+            return orig(target, *a, **kw)
+        _RANKS_CALL.inside = True
+        try:
+            return orig(target, *a, **kw)
+        finally:
+            _RANKS_CALL.inside = False
+
+    def make_set_device(orig):
+        def set_device(device):
+            return mapped_call(orig, device)
+        return set_device
+
+    def make_device_count(orig):
+        def device_count():
+            n = orig()
+            # the session's devices where CUDA works here; a torch without CUDA keeps its own answer
+            return ranks.count if n > 0 or _available(cuda) else n
+        return device_count
+
+    def make_current_device(orig):
+        def current_device():
+            orig()
+            return ranks.rank if ranks.rank is not None else 0
+        return current_device
+
+    def make_by_device(orig):
+        def by_device(device=None, *a, **kw):
+            return mapped_call(orig, device, *a, **kw)
+        return by_device
+
+    wrap("_lazy_init", make_lazy_init)
+    wrap("set_device", make_set_device)
+    wrap("device_count", make_device_count)
+    wrap("current_device", make_current_device)
+    for name in ("get_device_name", "get_device_properties", "get_device_capability", "mem_get_info", "memory_allocated",
+                 "memory_reserved", "max_memory_allocated", "synchronize"):
+        wrap(name, make_by_device)
+    _patch_device_context(cuda, local)
+    _patch_device_arguments(torch, ranks, local)
+    try:
+        nccl = getattr(cuda, "nccl", None)
+        gpu_cosplay_ranks.nccl_env(nccl.version() if nccl is not None else None)
+    except Exception as exc:
+        _note_error("nccl version", exc)
+
+
+def _initialized(cuda):
+    try:
+        return bool(cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def _available(cuda):
+    try:
+        return bool(cuda.is_available())
+    except Exception:
+        return False
+
+
+def _patch_device_context(cuda, local):
+    """`with torch.cuda.device(i)`: the class, subclassed so that isinstance keeps working, maps its ordinal."""
+    base = getattr(cuda, "device", None)
+    if not isinstance(base, type) or getattr(base, _MARK, False):
+        return
+
+    class _RankDevice(base):
+        def __init__(self, device):
+            super(_RankDevice, self).__init__(local(device))
+
+    setattr(_RankDevice, _MARK, True)
+    _RankDevice.__name__ = base.__name__
+    _RankDevice.__qualname__ = getattr(base, "__qualname__", base.__name__)
+    cuda.device = _RankDevice
+
+
+def _patch_device_arguments(torch, ranks, local):
+    """`cuda:i` given to .to()/.cuda()/factories: a torch function mode maps it where torch has one and CUDA is up
+    here. Only a rank other than 0 needs it (cuda:0 is rank 0's own): rank 0 pays nothing, the others a Python call
+    per torch function (measured in bench/ as the cost of the mapping)."""
+    overrides = getattr(torch, "overrides", None)
+    Mode = getattr(overrides, "TorchFunctionMode", None) if overrides is not None else None
+    if Mode is None or not _available(torch.cuda):
+        return
+
+    def mapped(value):
+        if isinstance(value, (str, int)) and not isinstance(value, bool) or type(value).__name__ == "device":
+            if ranks.rank not in (None, 0):
+                try:
+                    ordinal = value if isinstance(value, int) else None
+                    if ordinal is None:
+                        import gpu_cosplay_ranks
+                        ordinal = gpu_cosplay_ranks.ordinal_of(value)
+                    if ordinal is not None and ordinal >= 0:
+                        return "cuda:%d" % local(ordinal)
+                except ValueError:
+                    return value
+        return value
+
+    class _RankDevices(Mode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if "device" in kwargs:
+                kwargs["device"] = mapped(kwargs["device"])
+            name = getattr(func, "__name__", "")
+            if name in ("to", "cuda") and len(args) > 1:
+                args = (args[0], mapped(args[1])) + tuple(args[2:])
+            return func(*args, **kwargs)
+
+    def enter(*_a, **_kw):
+        if ranks.rank not in (None, 0):
+            try:
+                _RankDevices().__enter__()
+            except Exception as exc:
+                _note_error("device mode", exc)
+
+    # entered once the rank is known and is not 0 (at once for a launcher's rank, else at its choice)
+    if ranks.rank not in (None, 0):
+        enter()
+    else:
+        chosen = ranks.choose
+
+        def choose(rank, environ=None):
+            chosen(rank, environ)
+            enter()
+
+        ranks.choose = choose
+
+
 # --------------------------------------------------------------------------------------------- install
 
 def install():
@@ -672,6 +874,7 @@ def install():
                 return None
             st = _State(contract)
             setattr(sys, _STATE_ATTR, st)
+            _narrow_to_rank(st)
         if st.finder is None or st.finder not in sys.meta_path:
             existing = [f for f in sys.meta_path if getattr(f, "_gpu_cosplay", False)]
             if existing:

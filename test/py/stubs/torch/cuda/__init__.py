@@ -20,12 +20,54 @@ def is_available():
 
 
 def device_count():
-    # like real torch on some setups: 0 until initialised
+    # like real torch on some setups: 0 until initialised; one device seen (a process enumerates one MIG device)
     return 1 if (_initialized and is_available()) else 0
+
+
+def _check(device):
+    index = device if isinstance(device, int) else getattr(__import__("torch").device(device), "index", None) if device is not None else None
+    if index is not None and index >= max(1, device_count()):
+        raise RuntimeError("CUDA error: invalid device ordinal")
+
+
+def set_device(device):
+    global _current
+    _lazy_init()
+    _check(device)
+    calls.append(("set_device", device))
+    _current = device if isinstance(device, int) else 0
+
+
+def _exchange_device(index):
+    global _current
+    _lazy_init()
+    _check(index)
+    calls.append(("exchange_device", index))
+    previous, _current = _current, index
+    return previous
+
+
+class device(object):
+    """torch.cuda.device: a context manager that makes `device` current."""
+
+    def __init__(self, device):
+        self.idx = device if isinstance(device, int) else __import__("torch").device(device).index
+
+    def __enter__(self):
+        # as real torch: torch.cuda._exchange_device (C), not the Python set_device
+        _exchange_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def is_initialized():
     return _initialized
+
+
+init_env = {}  # CUDA_VISIBLE_DEVICES and CUDA_MPS_PIPE_DIRECTORY as CUDA read them when it started
+_current = 0
 
 
 def _lazy_init():
@@ -35,6 +77,8 @@ def _lazy_init():
     if not is_available():
         raise AssertionError("Torch not compiled with CUDA enabled")
     _initialized = True
+    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY"):
+        init_env[name] = os.environ.get(name)
     for fn, _tb in list(_queued_calls):
         fn()
     del _queued_calls[:]
@@ -50,7 +94,7 @@ if os.environ.get("STUB_TORCH_NO_LAZY_CALL") != "1":
 
 def current_device():
     _lazy_init()
-    return 0
+    return _current
 
 
 class _CudaDeviceProperties(object):
@@ -68,6 +112,7 @@ class _CudaDeviceProperties(object):
 
 def get_device_properties(device=None):
     _lazy_init()
+    _check(device)
     return _CudaDeviceProperties()
 
 
