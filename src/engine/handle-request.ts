@@ -14,6 +14,7 @@ import type {RequestIo} from '../client/request-io.js'
 import type {SessionReach} from '../client/session-access.js'
 import type {SessionSshd} from '../client/session-on-host.js'
 import type {UpResult} from '../client/up-session.js'
+import type {VerifyDistributedResult} from '../measure/verify-distributed.js'
 import type {VerifyPerfResult} from '../measure/verify-perf.js'
 import type {VerifyResult} from '../measure/verify-session.js'
 import {ENGINE_PROTOCOL, type EngineOp, type RequestOf} from '../system/engine-protocol.js'
@@ -31,7 +32,7 @@ export type ResultOf = {
   session: SessionReach
   'authorize-key': SessionSshd
   exec: ExecResult
-  verify: VerifyResult | VerifyPerfResult
+  verify: VerifyResult | VerifyPerfResult | VerifyDistributedResult
   recover: RecoverResult
   doctor: DoctorResult
 }

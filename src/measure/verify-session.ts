@@ -10,6 +10,7 @@ import {DockerRuntime} from '../container/runtime.js'
 import {execUserOf} from '../container/session-container.js'
 import {ContainerError} from '../core/errors.js'
 import {verifyMps} from './verify-mps.js'
+import type {VerifyDistributedResult} from './verify-distributed.js'
 import type {VerifyPerfResult} from './verify-perf.js'
 
 export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
@@ -20,11 +21,24 @@ const HOOKS = '/opt/gpu-cosplay/hooks'
 /** The session's self-test, or with `perf` its measurement; `spinner` shows while it measures. */
 export async function verifySession(
   name: string | undefined,
-  options: {readonly perf: boolean; readonly cpu: boolean},
+  options: {readonly perf: boolean; readonly cpu: boolean; readonly distributed?: boolean},
   spinner: Spinner | null,
-): Promise<VerifyResult | VerifyPerfResult> {
+): Promise<VerifyResult | VerifyPerfResult | VerifyDistributedResult> {
   const access = accessSession(name)
   const c = access.container
+  if (options.distributed) {
+    const {requireRanks, verifyDistributed} = await import('./verify-distributed.js')
+    spinner?.start(`Running ${requireRanks(access)} ranks in ${c.session} (an all-reduce and a DDP step)`)
+    let ran
+    try {
+      ran = await new DockerRuntime().exec(c.id, ['python3', `${HOOKS}/verify_distributed.py`, '--json'], {user: execUserOf(c), workingDir: '/workspace'})
+    } catch (error) {
+      spinner?.stop('failed')
+      throw error
+    }
+    spinner?.stop('done')
+    return verifyDistributed(access, ran)
+  }
   // a session has a GPU: --perf asks for CUDA there, so a CUDA that does not work fails instead of measuring the CPU
   const argv = ['python3', `${HOOKS}/verify.py`, ...(options.perf ? ['--perf', '--device', options.cpu ? 'cpu' : 'cuda'] : [])]
   const progress = options.perf ? spinner : null

@@ -1,3 +1,4 @@
+import type {VerifyDistributedResult} from '../measure/verify-distributed.js'
 import {METHOD_LABELS} from '../catalog/measure-methods.js'
 import type {VerifyPerfResult} from '../measure/verify-perf.js'
 import type {VerifyResult} from '../measure/verify-session.js'
@@ -77,4 +78,27 @@ export function renderVerifyPerf(r: VerifyPerfResult): string {
     r.expectation.note,
     `${r.summary.PASS} passed, ${r.summary.WARN} warned, ${r.summary.FAIL} failed, ${r.summary.SKIP} skipped`,
   ].join('\n')
+}
+
+/** The text view of `verify --distributed`: the backend and why, then a rank a row. */
+export function renderVerifyDistributed(r: VerifyDistributedResult): string {
+  const rows = r.ranks.map((k) => [
+    String(k.rank),
+    k.device ?? '-',
+    k.uuid ?? '-',
+    k.memoryLimitMiB === null ? '-' : `${k.memoryLimitMiB} MiB`,
+    k.allReduce ? `${k.allReduce.ms.toFixed(1)} ms (${k.allReduce.busGBs.toFixed(2)} GB/s)` : '-',
+    k.ddpStepMs === null ? '-' : `${k.ddpStepMs.toFixed(1)} ms`,
+    k.ok ? 'PASS' : `FAIL: ${k.error ?? 'no result'}`,
+  ])
+  const lines = [
+    `${r.session}: ${r.count} ranks, backend ${r.backend ?? '-'} (${r.why ?? '-'}); torch ${r.torch ?? '-'}${r.nccl ? `, NCCL ${r.nccl}` : ''}`,
+    '',
+    formatTable(['RANK', 'DEVICE', 'NARROWED TO', 'MEMORY', 'ALL-REDUCE 16 MiB', 'DDP STEP', 'RESULT'], rows),
+  ]
+  if (!r.devicesMatch) lines.push('', "! a rank reached another device than the session's own for it")
+  if (r.error) lines.push('', `error: ${r.error}`)
+  if (r.kind === 'cpu') lines.push('', '  on the CPU (torch has no CUDA here): the ranks, the costume and the collectives are checked, not the GPU link')
+  lines.push('', r.ok ? 'PASS' : 'FAIL')
+  return lines.join('\n')
 }

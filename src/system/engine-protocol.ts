@@ -102,7 +102,7 @@ export const engineRequestSchema = z.discriminatedUnion('op', [
     rows: z.number().int().min(1).max(1000).nullable(),
     cols: z.number().int().min(1).max(1000).nullable(),
   }),
-  op('verify', {name: sessionName.nullable(), perf: z.boolean(), cpu: z.boolean()}),
+  op('verify', {name: sessionName.nullable(), perf: z.boolean(), cpu: z.boolean(), distributed: z.boolean().optional()}),
   op('recover', {}),
   op('doctor', {}),
 ])

@@ -3,9 +3,12 @@
  * both ranks' MIG devices, an MPS daemon per rank on its own device with the plan's limits, what each rank's process
  * needs to find its own device, /dev/shm sized for NCCL; `down` leaves the box as found.
  */
+import {writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
 import {jest} from '@jest/globals'
 
-import {buildDefaultImage, containersOf, docker, World} from './support.js'
+import {buildDefaultImage, containersOf, docker, version, World} from './support.js'
 
 jest.setTimeout(240_000)
 
@@ -62,5 +65,75 @@ describe('up 3090 --count 2 with a container', () => {
     expect(containersOf(world.id)).toEqual([])
     expect(world.gpuState()).toEqual(before)
     expect(world.leftovers()).toEqual({sessions: [], leases: []})
+  })
+})
+
+describe('scripts for two real cards, on CPU torch with gloo', () => {
+  // Debian's CPU build of torch in a cosplay image (as session.test.ts builds it)
+  const TORCH_IMAGE = 'gpu-cosplay-test-torch:bookworm'
+  const SPAWN_DDP = [
+    'import json, os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp',
+    'def run(rank, world, out):',
+    '    try:',
+    '        torch.cuda.set_device(rank)  # as on two real cards; CPU torch refuses it after the costume chose',
+    '    except (AssertionError, AttributeError):',
+    '        pass',
+    '    import gpu_cosplay_hook',
+    '    costume = gpu_cosplay_hook.state().ranks.describe()',
+    "    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT='29533')",
+    "    dist.init_process_group('gloo', rank=rank, world_size=world)",
+    '    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))',
+    '    model(torch.randn(4, 8)).square().mean().backward()',
+    '    total = torch.ones(4)',
+    '    dist.all_reduce(total)',
+    "    seen = dict(costume, visible=os.environ.get('CUDA_VISIBLE_DEVICES'), pipe=os.environ.get('CUDA_MPS_PIPE_DIRECTORY'), sum=float(total[0]))",
+    "    json.dump(seen, open('%s/rank-%d.json' % (out, rank), 'w'))",
+    '    dist.destroy_process_group()',
+    "if __name__ == '__main__':",
+    '    out = sys.argv[1]',
+    '    os.makedirs(out, exist_ok=True)',
+    '    mp.spawn(run, args=(2, out), nprocs=2)',
+    "    print(json.dumps([json.load(open('%s/rank-%d.json' % (out, r))) for r in range(2)]))",
+  ].join('\n')
+
+  it('verify --distributed (torchrun, set_device(LOCAL_RANK)) and an mp.spawn script each reach their own rank, and DDP steps', () => {
+    docker(
+      ['build', '-q', '-t', TORCH_IMAGE, '-'],
+      `FROM gpu-cosplay:${version()}\nRUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-torch && rm -rf /var/lib/apt/lists/*\n`,
+    )
+    const before = world.gpuState()
+    const up = world.json(['up', '3090', '--count', '2', '--name', world.id, '--workspace', world.workspace, '--image', TORCH_IMAGE])
+    expect({exit: up.exitCode, error: up.json.error}).toEqual({exit: 0, error: undefined})
+    const ranks: {uuid: string; mpsPipe: string}[] = up.json.ranks
+
+    const verify = world.json(['verify', world.id, '--distributed'])
+    // (a failure shows the ranks' reports)
+    expect({exit: verify.exitCode, ok: verify.json.ok, error: verify.json.error, ranks: verify.json.ok ? 'ok' : verify.json.ranks}).toEqual({
+      exit: 0,
+      ok: true,
+      error: null,
+      ranks: 'ok',
+    })
+    expect(verify.json).toMatchObject({backend: 'gloo', kind: 'cpu', count: 2, devicesMatch: true})
+    expect(verify.json.why).toMatch(/no CUDA/)
+    expect(verify.json.ranks.map((r: {rank: number; uuid: string; mpsPipe: string}) => [r.rank, r.uuid, r.mpsPipe])).toEqual(
+      ranks.map((r, i) => [i, r.uuid, r.mpsPipe]),
+    )
+    for (const r of verify.json.ranks) {
+      expect(r.device).toContain('NVIDIA GeForce RTX 3090')
+      expect(r.memoryLimitMiB).toBe(up.json.plan.memory.allocatorCapMiB)
+      expect(r.allReduce.bytes).toBe(16 * 1024 * 1024)
+      expect(r.ddpStepMs).toBeGreaterThan(0)
+    }
+    expect(world.cli(['verify', world.id, '--distributed']).stdout).toMatch(/2 ranks, backend gloo[\s\S]*PASS\s*$/)
+
+    writeFileSync(join(world.workspace, 'spawn_ddp.py'), SPAWN_DDP)
+    const spawned = world.cli(['exec', world.id, '--', 'python3', '/workspace/spawn_ddp.py', '/tmp/spawn-out'])
+    expect({exit: spawned.exitCode, stderr: spawned.exitCode === 0 ? '' : spawned.stderr}).toEqual({exit: 0, stderr: ''})
+    const seen = JSON.parse(spawned.stdout.trim().split('\n').pop()!)
+    expect(seen).toEqual(ranks.map((r, rank) => ({count: 2, rank, uuid: r.uuid, mpsPipe: r.mpsPipe, visible: r.uuid, pipe: r.mpsPipe, sum: 2})))
+
+    expect(world.json(['down', world.id]).exitCode).toBe(0)
+    expect(world.gpuState()).toEqual(before)
   })
 })
