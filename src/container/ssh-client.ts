@@ -164,8 +164,12 @@ export class SshSession {
     )
   }
 
-  /** Runs a command (through the user's shell, as ssh does) and collects its output. */
-  exec(command: string, options: {stdin?: string | Buffer} = {}): Promise<SshExecResult> {
+  /**
+   * Runs a command (through the user's shell, as ssh does) and collects the first EXEC_KEEP_BYTES of each stream. The
+   * user's shell reads their ~/.bashrc: one that prints without end or never returns is cut off (`timeoutMs`, default
+   * 60 s: SSH_EXEC_TIMEOUT), so a root process never holds more of it, nor waits for it for ever.
+   */
+  exec(command: string, options: {stdin?: string | Buffer; timeoutMs?: number} = {}): Promise<SshExecResult> {
     return new Promise((resolve, reject) => {
       this.client.exec(command, (error, channel) => {
         if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot run a command over ssh: ${error.message}`, {cause: error}))
@@ -173,8 +177,14 @@ export class SshSession {
         const stderr: Buffer[] = []
         let exitCode: number | null = null
         let signal: string | null = null
-        channel.on('data', (chunk: Buffer) => stdout.push(chunk))
-        channel.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+        const timeoutMs = options.timeoutMs ?? SSH_EXEC_TIMEOUT_MS
+        const timer = setTimeout(() => {
+          channel.close()
+          reject(new ContainerError('SSH_EXEC_TIMEOUT', `a command over ssh did not end within ${timeoutMs / 1000} s`, {exit: 5}))
+        }, timeoutMs)
+        channel.on('close', () => clearTimeout(timer))
+        channel.on('data', keep(stdout))
+        channel.stderr.on('data', keep(stderr))
         channel.on('exit', (code: number | null, signalName?: string) => {
           exitCode = code
           signal = signalName ?? null
@@ -267,4 +277,19 @@ function signalNumber(name: string): number {
 /** An ssh channel's exit status as a shell reports it: the code, or 128+n for a signal; -1 when neither came. */
 export function shellExitCode(code: number | null | undefined, signalName?: string): number {
   return code ?? (signalName ? 128 + signalNumber(signalName) : -1)
+}
+
+const SSH_EXEC_TIMEOUT_MS = 60_000
+/** as runtime.ts's EXEC_KEEP_BYTES for docker exec (not imported: ssh needs no Docker client loaded) */
+const EXEC_KEEP_BYTES = 64 * 1024
+
+/** A data listener that keeps the first EXEC_KEEP_BYTES of a stream and drops the rest. */
+function keep(into: Buffer[]): (chunk: Buffer) => void {
+  let kept = 0
+  return (chunk) => {
+    if (kept >= EXEC_KEEP_BYTES) return
+    const part = chunk.length <= EXEC_KEEP_BYTES - kept ? chunk : Buffer.from(chunk.subarray(0, EXEC_KEEP_BYTES - kept))
+    into.push(part)
+    kept += part.length
+  }
 }

@@ -111,6 +111,9 @@ export type LineReader = {
   stop(): void
 }
 
+/** How many lines' worth (of at most 1 MiB each) of unread input the reader holds before it stops reading the pipe. */
+const BACKLOG_LINES = 2
+
 /** Lines of stdin, each at most maxBytes long: a member cannot make the engine hold more than one line in memory. */
 export function lineReader(fd: number): LineReader {
   const kind = guessHandleType(fd)
@@ -127,8 +130,9 @@ export function lineReader(fd: number): LineReader {
   let limit = Infinity
   source.on('data', (chunk: Buffer) => {
     buffered = Buffer.concat([buffered, chunk])
-    // a line still without its end past the limit: stop reading, the caller refuses it
-    if (buffered.indexOf(10) < 0 && buffered.length > limit) source.pause()
+    // a line still without its end past the limit: stop reading, the caller refuses it; and lines the caller has not
+    // taken yet (it waits for a program to read its input) stay in the pipe, not in root's memory
+    if ((buffered.indexOf(10) < 0 && buffered.length > limit) || buffered.length > BACKLOG_LINES * Math.min(limit, 1 << 20)) source.pause()
     wake?.()
   })
   source.on('end', () => {

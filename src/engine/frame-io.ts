@@ -17,6 +17,29 @@ export type FrameIo = RequestIo & {
   finish(frame: Extract<EngineFrame, {t: 'result' | 'error'}>): void
 }
 
+/** What root keeps of a member's input that their program has not read yet, and how long it waits for it to be read. */
+export const STDIN_BACKLOG_BYTES = 1024 * 1024
+export const STDIN_STALL_MS = 30_000
+
+/** Whether `stream` drained within `ms` (false also when cancelled meanwhile: no more input is taken then). */
+function drained(stream: Writable, ms: number, cancelled: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (value: boolean) => {
+      clearTimeout(timer)
+      stream.off('drain', onDrain)
+      stream.off('close', onClose)
+      cancelled.removeEventListener('abort', onClose)
+      resolve(value)
+    }
+    const onDrain = () => done(true)
+    const onClose = () => done(false)
+    const timer = setTimeout(() => done(false), ms)
+    stream.once('drain', onDrain)
+    stream.once('close', onClose)
+    cancelled.addEventListener('abort', onClose, {once: true})
+  })
+}
+
 export function sendFrame(out: EngineOutput, frame: EngineFrame, options?: {readonly mustSend?: boolean}): boolean {
   return out.write(`${JSON.stringify(frame)}\n`, options)
 }
@@ -25,7 +48,7 @@ export function sendFrame(out: EngineOutput, frame: EngineFrame, options?: {read
  * `size`: the terminal size the request named (exec), else 24x80. `leave`: what a second cancel does (the process
  * exits; the journal keeps what was done for `gpu-cosplay recover`).
  */
-export function frameIo(out: EngineOutput, input: LineReader, options: {size: TerminalSize; leave: () => void}): FrameIo {
+export function frameIo(out: EngineOutput, input: LineReader, options: {size: TerminalSize; leave: () => void; stdinStallMs?: number}): FrameIo {
   const say = (text: string) => void sendFrame(out, {t: 'say', text})
   const progress: Progress = {
     say,
@@ -78,9 +101,17 @@ export function frameIo(out: EngineOutput, input: LineReader, options: {size: Te
         return
       }
       if (parsed.t === 'cancel') cancel('Ctrl-C')
-      else if (parsed.t === 'stdin') stdin.write(Buffer.from(parsed.data, 'base64'))
-      else if (parsed.t === 'stdin-end') stdin.end()
-      else if (parsed.t === 'resize') {
+      else if (parsed.t === 'stdin') {
+        if (stdin.destroyed || stdin.writableEnded) continue
+        stdin.write(Buffer.from(parsed.data, 'base64'))
+        // a program that does not read its input: root holds at most a backlog of it, for a while, then drops it
+        if (stdin.writableLength > STDIN_BACKLOG_BYTES && !(await drained(stdin, options.stdinStallMs ?? STDIN_STALL_MS, aborter.signal))) {
+          say('the program has not read its input for a while: the rest of it is dropped')
+          stdin.destroy()
+        }
+      } else if (parsed.t === 'stdin-end') {
+        if (!stdin.destroyed) stdin.end()
+      } else if (parsed.t === 'resize') {
         size = {rows: parsed.rows, cols: parsed.cols}
         for (const listener of resized) listener(size)
       }

@@ -13,8 +13,12 @@ import {readBoxConfig} from '../core/read-box-config.js'
 import {groupNamesOf} from '../core/user-groups.js'
 import {type EngineFrame, MAX_REQUEST_BYTES} from '../system/engine-protocol.js'
 import {engineOutput, lineReader, LineTooLong} from './engine-stdio.js'
+import {enginesOf, ENGINES_PER_CALLER} from './engines-of-caller.js'
 import {frameIo, sendFrame} from './frame-io.js'
 import {type ErrorFrame, parseRequest, refusal, refuseToServe} from './request-gate.js'
+
+/** The client sends its request as soon as its flags are read; an engine left waiting for one is a root process held for nothing. */
+const REQUEST_WAIT_MS = 15_000
 
 async function serve(): Promise<number> {
   const out = engineOutput(1)
@@ -44,15 +48,26 @@ async function serve(): Promise<number> {
     return finish(refusal('NOT_IN_GROUP', `only members of the group ${read.config.group} may use gpu-cosplay on this box`, 4), 4)
   }
 
+  // a member's own limits do not cover root's processes: a bound on how many engines they run at once
+  if (!caller.isRoot && enginesOf(caller.uid, process.argv[1]) >= ENGINES_PER_CALLER) {
+    return finish(
+      refusal('ENGINE_BUSY', `you have ${ENGINES_PER_CALLER} gpu-cosplay requests running on this box already`, 4, [
+        'wait for one to end (an exec or ssh you left open, an up --wait), then try again',
+      ]),
+      4,
+    )
+  }
+
   // what `up` needs loads while the request is on its way (a member's client starts the engine before it has one)
   preloadUp()
   const input = lineReader(0)
   let line: string | null
   try {
-    line = await withTimeout(input.next(MAX_REQUEST_BYTES), 60_000)
+    line = await withTimeout(input.next(MAX_REQUEST_BYTES), REQUEST_WAIT_MS)
   } catch (error) {
     input.stop()
-    const why = error instanceof LineTooLong ? `the request is longer than ${MAX_REQUEST_BYTES} bytes` : 'no request arrived on stdin within a minute'
+    const why =
+      error instanceof LineTooLong ? `the request is longer than ${MAX_REQUEST_BYTES} bytes` : `no request arrived on stdin within ${REQUEST_WAIT_MS / 1000} s`
     return finish(refusal('BAD_REQUEST', why, 2), 2)
   }
   const request = parseRequest(line)

@@ -8,6 +8,9 @@ import {identityFor, loginToSession, type SessionAccess} from '../client/session
 import {singleQuote} from '../export/shell-words.js'
 import {MPS_CHECK_NAMES, MPS_PROBE, type MpsCheck, mpsChecks, mpsChecksSkipped, type MpsProbe, parseMpsProbe, type ProbedShell} from './mps-check.js'
 
+/** a probe in the member's shell (their ~/.bashrc runs) that does not end by then is a failed check */
+const PROBE_TIMEOUT_MS = 60_000
+
 type Ran = {readonly exitCode: number; readonly stdout: string; readonly stderr: string}
 
 /** The session's MPS checks: SKIP when planned without MPS, else one a shell. */
@@ -27,7 +30,8 @@ export async function verifyMps(access: SessionAccess): Promise<MpsCheck[]> {
   }
   // no sshd: `gpu-cosplay ssh` goes through docker exec, so the probe does too
   const runtime = new DockerRuntime()
-  const exec = (argv: string[]) => runtime.exec(c.id, argv, {user: execUserOf(c), workingDir: '/workspace'}).then(probed, (e: Error) => failed(e.message))
+  const exec = (argv: string[]) =>
+    runtime.exec(c.id, argv, {user: execUserOf(c), workingDir: '/workspace', timeoutMs: PROBE_TIMEOUT_MS}).then(probed, (e: Error) => failed(e.message))
   return mpsChecks(wanted, shells('docker exec', await exec(['sh', '-c', login]), await exec(['sh', '-c', MPS_PROBE])))
 }
 

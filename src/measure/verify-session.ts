@@ -17,6 +17,11 @@ export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detai
 export type VerifyResult = {session: string; checks: VerifyCheck[]; summary: {PASS: number; FAIL: number; SKIP: number}}
 
 const HOOKS = '/opt/gpu-cosplay/hooks'
+// what runs in the member's container may hang (their ~/.bashrc, their python): the engine waits so long, then ends it
+const CHECK_TIMEOUT_MS = 120_000
+const PERF_TIMEOUT_MS = 300_000
+// the script gives its ranks 300 s
+const DISTRIBUTED_TIMEOUT_MS = 330_000
 
 /** The session's self-test, or with `perf` its measurement; `spinner` shows while it measures. */
 export async function verifySession(
@@ -31,7 +36,11 @@ export async function verifySession(
     spinner?.start(`Running ${requireRanks(access)} ranks in ${c.session} (an all-reduce and a DDP step)`)
     let ran
     try {
-      ran = await new DockerRuntime().exec(c.id, ['python3', `${HOOKS}/verify_distributed.py`, '--json'], {user: execUserOf(c), workingDir: '/workspace'})
+      ran = await new DockerRuntime().exec(c.id, ['python3', `${HOOKS}/verify_distributed.py`, '--json'], {
+        user: execUserOf(c),
+        workingDir: '/workspace',
+        timeoutMs: DISTRIBUTED_TIMEOUT_MS,
+      })
     } catch (error) {
       spinner?.stop('failed')
       throw error
@@ -45,7 +54,11 @@ export async function verifySession(
   progress?.start(`Measuring in ${c.session} (up to 30 s on a GPU)`)
   let ran
   try {
-    ran = await new DockerRuntime().exec(c.id, argv, {user: execUserOf(c), workingDir: '/workspace'})
+    ran = await new DockerRuntime().exec(c.id, argv, {
+      user: execUserOf(c),
+      workingDir: '/workspace',
+      timeoutMs: options.perf ? PERF_TIMEOUT_MS : CHECK_TIMEOUT_MS,
+    })
   } catch (error) {
     progress?.stop('failed')
     throw error

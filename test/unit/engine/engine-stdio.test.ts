@@ -8,7 +8,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import {engineOutput, lineReader, LineTooLong, OUTPUT_BOUND_BYTES} from '../../../src/engine/engine-stdio.js'
-import {frameIo} from '../../../src/engine/frame-io.js'
+import {frameIo, STDIN_BACKLOG_BYTES} from '../../../src/engine/frame-io.js'
 
 let dir: string
 beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'gc-stdio-'))))
@@ -100,5 +100,22 @@ describe('input from a member', () => {
     const io = frameIo(out, lineReader(feedingPipe('')), {size: {rows: 24, cols: 80}, leave: () => undefined})
     await new Promise<void>((resolve) => io.cancel.signal.addEventListener('abort', () => resolve()))
     expect({requested: io.cancel.requested, said: out.pending()}).toEqual({requested: true, said: 0})
+  })
+
+  it("input the member's program does not read: root holds at most the backlog, drops the rest after the stall, and still hears Ctrl-C", async () => {
+    const chunk = Buffer.alloc(192 * 1024, 7).toString('base64')
+    const frames = [...Array.from({length: 40}, () => JSON.stringify({t: 'stdin', data: chunk})), JSON.stringify({t: 'cancel'})]
+    let next = 0
+    const reader = {next: async () => (next < frames.length ? frames[next++] : null), stop: () => undefined}
+    const io = frameIo(engineOutput(stalledPipe()), reader, {size: {rows: 24, cols: 80}, leave: () => undefined, stdinStallMs: 50})
+    const stdin = io.stdin as import('node:stream').PassThrough
+    let highest = 0
+    const watch = setInterval(() => (highest = Math.max(highest, stdin.writableLength)), 1)
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    clearInterval(watch)
+    expect(stdin.destroyed).toBe(true)
+    expect(highest).toBeLessThanOrEqual(STDIN_BACKLOG_BYTES + 192 * 1024)
+    expect(next).toBe(frames.length) // every frame was read after the drop, the cancel among them
+    expect(io.cancel.requested).toBe(true)
   })
 })
