@@ -70,7 +70,8 @@ export function renderFidelity(r: FidelityReport): string {
     '### The estimate for cards without a measurement: leave one out',
     '',
     'Each measured card estimated from its datasheet by the model fitted on all the other measured cards',
-    '(`src/catalog/achieved-model.ts`: datasheet x k x min(1, W per SM-GHz / knee)^(1/3)).',
+    '(`src/catalog/achieved-model.ts`: datasheet x k x min(1, p / knee)^(1/3), p = W per SM-GHz / ((process nm / 4)^a x',
+    '(datasheet FLOP per SM-clock / base)^d); a, d, knee and k refitted each time).',
     '',
     ...table(
       ['card', 'FP32 datasheet', 'measured', 'estimate', 'error', 'tensor datasheet', 'measured', 'estimate', 'error'],
