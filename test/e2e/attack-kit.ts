@@ -358,9 +358,8 @@ function statOf(file: string): string {
   }
 }
 
-/** every entry under `dir`, links not followed: type, owner, mode, and the content's hash or the link's target */
-export function manifest(dir: string): Record<string, string> {
-  const out: Record<string, string> = {}
+/** each entry under `dir` (itself first, folders sorted, links not followed) with its lstat; gone ones are skipped */
+function eachEntry(dir: string, visit: (p: string, st: fs.Stats) => void): void {
   const walk = (p: string) => {
     let st: fs.Stats
     try {
@@ -368,16 +367,23 @@ export function manifest(dir: string): Record<string, string> {
     } catch {
       return
     }
+    visit(p, st)
+    if (st.isDirectory()) for (const name of fs.readdirSync(p).sort()) walk(path.join(p, name))
+  }
+  walk(dir)
+}
+
+/** every entry under `dir`, links not followed: type, owner, mode, and the content's hash or the link's target */
+export function manifest(dir: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  eachEntry(dir, (p, st) => {
     const rel = path.relative(dir, p) || '.'
     const head = `${st.uid}:${st.gid} ${(st.mode & 0o7777).toString(8)}`
     if (st.isSymbolicLink()) out[rel] = `${head} -> ${fs.readlinkSync(p)}`
-    else if (st.isDirectory()) {
-      out[rel] = `${head} dir`
-      for (const name of fs.readdirSync(p).sort()) walk(path.join(p, name))
-    } else if (st.isFile()) out[rel] = `${head} ${sha(p)}`
+    else if (st.isDirectory()) out[rel] = `${head} dir`
+    else if (st.isFile()) out[rel] = `${head} ${sha(p)}`
     else out[rel] = `${head} other`
-  }
-  walk(dir)
+  })
   return out
 }
 
@@ -391,17 +397,9 @@ export function rootOwned(dir: string): string[] {
 /** setuid files owned by root under `dir` (links not followed) */
 export function setuidRoot(dir: string): string[] {
   const found: string[] = []
-  const walk = (p: string) => {
-    let st: fs.Stats
-    try {
-      st = fs.lstatSync(p)
-    } catch {
-      return
-    }
-    if (st.isDirectory()) for (const name of fs.readdirSync(p)) walk(path.join(p, name))
-    else if (st.isFile() && st.uid === 0 && (st.mode & 0o4000) !== 0) found.push(p)
-  }
-  walk(dir)
+  eachEntry(dir, (p, st) => {
+    if (st.isFile() && st.uid === 0 && (st.mode & 0o4000) !== 0) found.push(p)
+  })
   return found
 }
 

@@ -53,16 +53,22 @@ describe('fit report', () => {
   })
 })
 
+/** a T4 session on an H200 slice, as the container step sees it */
+async function t4Session() {
+  const {containerPrivileges} = await import('../../../src/container/container-privileges.js')
+  const {planCosplay} = await import('../../../src/plan/plan-cosplay.js')
+  const {planHostFromModel} = await import('../../../src/plan/plan-host.js')
+  const {target, hostModel} = await import('../plan/catalog-for-tests.js')
+  const plan = planCosplay(target('t4'), planHostFromModel(hostModel('h200')))
+  const session = {name: 's', owner: {uid: 1234, user: 'alice'}, target: {key: 't4', name: 'Tesla T4'}, plan, mig: {uuid: 'MIG-1'}} as never
+  const live = {index: 0, uuid: 'GPU-1', memoryTotalMiB: 143771} as never
+  return {containerPrivileges, plan, session, live}
+}
+
 describe('the container step as journaled', () => {
   const spec = async (env: Record<string, string>) => {
     const {containerSteps} = await import('../../../src/container/session-container.js')
-    const {containerPrivileges} = await import('../../../src/container/container-privileges.js')
-    const {planCosplay} = await import('../../../src/plan/plan-cosplay.js')
-    const {planHostFromModel} = await import('../../../src/plan/plan-host.js')
-    const {target, hostModel} = await import('../plan/catalog-for-tests.js')
-    const plan = planCosplay(target('t4'), planHostFromModel(hostModel('h200')))
-    const session = {name: 's', owner: {uid: 1234, user: 'alice'}, target: {key: 't4', name: 'Tesla T4'}, plan, mig: {uuid: 'MIG-1'}} as never
-    const live = {index: 0, uuid: 'GPU-1', memoryTotalMiB: 143771} as never
+    const {containerPrivileges, session, live} = await t4Session()
     const options = {
       image: {id: 'sha256:img', isCosplayImage: true, env: {}},
       imageRef: 'img',
@@ -133,13 +139,7 @@ describe('the container step as journaled', () => {
 describe("a user's own image", () => {
   it("loads the costume from the hooks' site folder first on PYTHONPATH, keeping the image's own after it", async () => {
     const {containerSpecFor} = await import('../../../src/container/session-container.js')
-    const {containerPrivileges} = await import('../../../src/container/container-privileges.js')
-    const {planCosplay} = await import('../../../src/plan/plan-cosplay.js')
-    const {planHostFromModel} = await import('../../../src/plan/plan-host.js')
-    const {target, hostModel} = await import('../plan/catalog-for-tests.js')
-    const plan = planCosplay(target('t4'), planHostFromModel(hostModel('h200')))
-    const session = {name: 's', owner: {uid: 1234, user: 'alice'}, target: {key: 't4', name: 'Tesla T4'}, plan, mig: {uuid: 'MIG-1'}} as never
-    const live = {index: 0, uuid: 'GPU-1', memoryTotalMiB: 143771} as never
+    const {containerPrivileges, session, live} = await t4Session()
     const specFor = (image: {isCosplayImage: boolean; env: Record<string, string>}) =>
       containerSpecFor(session, live, {
         image: {id: 'sha256:img', ...image},
