@@ -1,4 +1,4 @@
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -22,6 +22,9 @@ describe('enginesOf', () => {
     process_(12, ['/usr/bin/node', ENGINE], ['SUDO_UID=1301'])
     process_(13, ['/usr/bin/node', '/home/b/engine.js'], ['SUDO_UID=1302'])
     process_(14, ['/usr/bin/node', ENGINE], ['SUDO_UID=13020'])
+    // a member's own process dressed as an engine of someone else's does not count against them
+    process_(15, ['/usr/bin/node', ENGINE], ['SUDO_UID=1301'])
+    chownSync(join(proc, '15'), 1302, 1302)
     mkdirSync(join(proc, 'self'))
     expect(enginesOf(1302, ENGINE, 11, proc)).toBe(1)
     expect(enginesOf(1302, ENGINE, 99, proc)).toBe(2)
