@@ -5,7 +5,7 @@ import {isCosplayError} from '../core/errors.js'
 import {isUnsafeFileError, type RefusedFile, refusedFile} from '../core/json-file.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './engine.js'
-import {type BookSession, bookPath, emptyBook, type GpuBook, isLeaseSession, readBook, writeBook} from './gpu-book.js'
+import {type BookSession, bookPath, emptyBook, type GpuBook, isLeaseSession, isSessionPart, readBook, type SessionRecord, writeBook} from './gpu-book.js'
 import {type HeldLock, withGpuLock} from './gpu-lock.js'
 import {forgetIfRebooted} from './reboot.js'
 import {settleUnheldLeases} from './steps/lease-steps.js'
@@ -121,7 +121,7 @@ export async function withBook<T>(
     const notes = forgetIfRebooted(book, deps.bootId)
     if (deps.bootId !== null) book.bootId = deps.bootId
     const lostToReboot = before.filter((n) => !(n in book.sessions))
-    const recovery = await recoverAbandoned(deps, book, live, persist)
+    const recovery = await recoverAbandoned(deps, book, live, persist, (s) => isSessionPart(s) && !firstRecordActive(deps.stateDir, s as SessionRecord))
     notes.push(...recovery.notes)
     if (recovery.recovered.length > 0) live = await probe()
     if (movedAside) notes.push(`the damaged journal was moved to ${movedAside}`)
@@ -144,6 +144,34 @@ export async function withBook<T>(
 }
 
 /**
+ * Several GPUs' books open at once (a session spread over them): their locks taken one by one in the order of their
+ * UUIDs, the one order every process takes them in, so two such calls never wait on each other in a circle. The
+ * books come to `act` in the order given.
+ */
+export async function withBooks<T>(
+  deps: BookStoreDeps,
+  gpus: readonly {readonly uuid: string; readonly name: string; readonly index?: number}[],
+  act: (open: OpenBook[]) => Promise<T>,
+  options: (gpu: {readonly uuid: string}) => WithBookOptions = () => ({}),
+): Promise<T> {
+  const ordered = [...gpus].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
+  const opened = new Map<string, OpenBook>()
+  const next = async (i: number): Promise<T> => {
+    if (i === ordered.length) return act(gpus.map((g) => opened.get(g.uuid)!))
+    return withBook(
+      deps,
+      ordered[i],
+      (open) => {
+        opened.set(ordered[i].uuid, open)
+        return next(i + 1)
+      },
+      options(ordered[i]),
+    )
+  }
+  return next(0)
+}
+
+/**
  * A change to one session's record after its steps are done (the host key `up` learns once the container answers):
  * under the GPU's lock, without reading the GPU, because nothing on it changes. A session ended meanwhile is left alone.
  */
@@ -157,6 +185,23 @@ export async function amendSession(stateDir: string, gpuUuid: string, name: stri
     lock.assertHeld()
     writeBook(file, book)
   })
+}
+
+/**
+ * Whether a spread session's part still belongs to a live session: its first record, in its first GPU's book, is
+ * there with the same creation time and active. Read without that GPU's lock (books are replaced whole): whoever holds
+ * this part's lock knows that no `up` of this session is under way, since an `up` holds every one of its GPUs' locks
+ * until the first record is active. A first book that cannot be read keeps the part (nothing is undone on a doubt).
+ */
+function firstRecordActive(stateDir: string, part: SessionRecord): boolean {
+  const {gpuUuid, createdAt} = part.partOf!
+  let first: BookSession | undefined
+  try {
+    first = readBook(bookPath(stateDir, gpuUuid))?.sessions[part.name]
+  } catch {
+    return true
+  }
+  return first !== undefined && first.phase === 'active' && first.createdAt === createdAt
 }
 
 /**

@@ -7,13 +7,13 @@ import {pickGpu} from '../host/pick-gpu.js'
 import type {HostGpu} from '../host/types.js'
 import {hostModelFor, planHostFromProbe} from '../plan/plan-host.js'
 import {planOnGpu} from '../plan/plan-on-gpu.js'
-import {planRanks} from '../plan/plan-ranks.js'
+import {placeRanks} from '../plan/plan-ranks.js'
 import type {GpuWideRequest, Objective, Plan, PlanBasis} from '../plan/types.js'
 import type {PlanCalibration} from '../plan/measured-throughput.js'
 import {readCalibration} from '../host/calibration-file.js'
-import {type BookStoreDeps, type OpenBook, withBook} from './book-store.js'
+import {type BookStoreDeps, type OpenBook, withBooks} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './engine.js'
-import {type GpuBook, heldSettings, migSlotsOf, newSessionBase, type SessionRecord} from './gpu-book.js'
+import {deviceOfRank, type GpuBook, heldSettings, migSlotsOf, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertWithinQuota, holdingOf, slicesOf, withQuotaLock} from './quota-check.js'
 import {assertNameNotReserved, assertSessionName, releaseName, reserveAutoName, reserveName, type UserLookup} from './session-names.js'
 import {createGpuInstance} from './steps/instance-steps.js'
@@ -27,7 +27,8 @@ export type Owner = {readonly uid: number; readonly user: string}
 
 export type UpRequest = {
   readonly target: Target
-  readonly hostGpu: number
+  /** the GPU's index; null: up --count N goes where the planner places the ranks, over several GPUs where needed */
+  readonly hostGpu: number | null
   readonly objective: Objective
   /** fail instead of sharing GPU-wide settings another session holds at a different value */
   readonly strict: boolean
@@ -80,119 +81,166 @@ export type ActiveSession = {
   readonly physicalMiB: number
   /** the session's MPS daemon on the host, when up started one */
   readonly mpsDaemon: {readonly pipeDirectory: string; readonly logDirectory: string} | null
+  /** up --count N spread over several GPUs: the records on the GPUs after the first (rank 0's) */
+  readonly parts: readonly {readonly gpuUuid: string; readonly gpuIndex: number; readonly session: SessionRecord}[]
   /** sessions of dead processes this call rolled back first */
   readonly recovered: readonly string[]
   readonly notes: readonly string[]
 }
 
-/** Applies a plan to one GPU as a journaled session. On any failure, or Ctrl-C, it undoes what it did. */
+/**
+ * Applies a plan as a journaled session: on one GPU, or (up --count N with no --host-gpu) on the GPUs the planner
+ * places the ranks on, all or nothing. On any failure, or Ctrl-C, it undoes what it did.
+ */
 export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveSession> {
   if (request.name !== null) {
     assertSessionName(request.name)
     assertNameNotReserved(request.name, {...request.owner, isRoot: deps.isRoot ?? request.owner.uid === 0}, deps.userIdOf)
   }
-  // A first look names the GPU (`-L`: one cheap call); everything else is read under its lock.
+  // A first look names the GPUs (`-L`: one cheap call); everything else is read under their locks.
   const listed = await (deps.firstListing ?? deps.gpu.listGpus())
-  const gpu = pickGpu(listed, request.hostGpu)
-  const migUuidsBefore = new Set(listed.migDevices.filter((d) => d.gpuIndex === gpu.index).map((d) => d.uuid))
-  const claim = {gpuUuid: gpu.uuid, pid: request.pid, hostname: request.hostname}
+  const count = request.count ?? 1
+  const gpus = count > 1 && request.hostGpu === null && listed.gpus.length > 1 ? listed.gpus : [pickGpu(listed, request.hostGpu ?? 0)]
+  const migBefore = new Map(gpus.map((g) => [g.uuid, new Set(listed.migDevices.filter((d) => d.gpuIndex === g.index).map((d) => d.uuid))]))
+  const claim = {gpuUuid: gpus[0].uuid, pid: request.pid, hostname: request.hostname}
   const name = request.name ?? reserveAutoName(deps.stateDir, `${request.owner.user}-${request.target.key}`, claim)
   if (request.name !== null && !reserveName(deps.stateDir, name, claim)) {
     throw new StateError('SESSION_EXISTS', `a session named "${name}" already exists`, {exit: 2, fix: ['pick another --name', 'see them: gpu-cosplay ps']})
   }
-  let settled: Promise<void> = Promise.resolve()
+  let settled: Promise<void> | null = null
   const onReadStarted = request.beforeChanges
     ? () => {
         // a macrotask later: the read's nvidia-smi is spawned first, then the gate's module loading runs beside it
-        settled = new Promise<void>((resolve) => setImmediate(resolve)).then(request.beforeChanges)
+        settled ??= new Promise<void>((resolve) => setImmediate(resolve)).then(request.beforeChanges)
         settled.catch(() => undefined) // awaited by bringUpLocked; unobserved when planning fails first
       }
     : undefined
   try {
-    const migExpected = migUuidsBefore.size > 0
-    return await withBook(deps, gpu, (open) => bringUpLocked(request, deps, name, open, migUuidsBefore, () => settled), {migExpected, onReadStarted})
+    const options = (gpu: {readonly uuid: string}) => ({migExpected: migBefore.get(gpu.uuid)!.size > 0, onReadStarted})
+    return await withBooks(deps, gpus, (open) => bringUpLocked(request, deps, name, open, migBefore, () => settled ?? Promise.resolve()), options)
   } catch (error) {
     releaseName(deps.stateDir, name)
     throw error
   }
 }
 
+/** One GPU's share of the session: its book, the plan on it, its ranks from firstRank on, and its record. */
+type Share = {readonly open: OpenBook; readonly plan: Plan; readonly firstRank: number; readonly ranks: number; readonly record: SessionRecord}
+
 async function bringUpLocked(
   request: UpRequest,
   deps: UpDeps,
   name: string,
-  open: OpenBook,
-  migUuidsBefore: ReadonlySet<string>,
+  opens: readonly OpenBook[],
+  migBefore: ReadonlyMap<string, ReadonlySet<string>>,
   beforeChanges: () => Promise<void>,
 ): Promise<ActiveSession> {
-  const {book, persist} = open
-  const model = hostModelFor(deps.catalog, open.live)
-  // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
-  const calibration = calibrationOf(deps.stateDir, model.key, open.live.driverVersion ?? null)
-  const host = planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration})
+  const hosts = opens.map((open) => {
+    const model = hostModelFor(deps.catalog, open.live)
+    // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
+    const calibration = calibrationOf(deps.stateDir, model.key, open.live.driverVersion ?? null)
+    return {open, host: planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration}), held: heldSettings(open.book)}
+  })
+  const books = opens.map((o) => o.book)
   const quota = request.quota ?? null
   // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
-  if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, book), 0)
+  if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, books), 0)
   const options = {strict: request.strict, ...request.gpuWide, basis: request.basis}
   const count = request.count ?? 1
-  // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on this GPU now
-  const plan =
+  // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on these GPUs now
+  const placed =
     count > 1
-      ? planRanks(request.target, [{host, held: heldSettings(book)}], request.objective, count, options)
-      : planOnGpu(request.target, host, request.objective, heldSettings(book), options)
+      ? placeRanks(request.target, hosts, request.objective, count, options).gpus.map((g) => ({...g, open: hosts.find((h) => h.host === g.host)!.open}))
+      : [{open: opens[0], ranks: 1, plan: planOnGpu(request.target, hosts[0].host, request.objective, hosts[0].held, options)}]
+  const plan = placed[0].plan
   await beforeChanges()
-  const base = newSessionBase(name, request)
-  const slot = () => plan.mig && {profile: plan.mig.profile, profileId: plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null}
-  const session: SessionRecord = {
-    ...base,
-    target: {key: request.target.key, name: request.target.name},
-    plan,
-    mig: slot(),
-    ...(count > 1 && plan.mig ? {moreSlices: Array.from({length: count - 1}, () => slot()!)} : {}),
-    // a lifetime counted from the moment the session is recorded as made (its createdAt), to the millisecond
-    ...(request.ttlMs ? {expiresAt: new Date(Date.parse(base.createdAt) + request.ttlMs).toISOString()} : {}),
+  const createdAt = new Date().toISOString()
+  const shares: Share[] = []
+  for (const [i, p] of placed.entries()) {
+    const firstRank = shares.reduce((sum, s) => sum + s.ranks, 0)
+    const slot = () => p.plan.mig && {profile: p.plan.mig.profile, profileId: p.plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null}
+    const spread = i === 0 && placed.length > 1
+    const record: SessionRecord = {
+      ...newSessionBase(name, request),
+      createdAt,
+      target: {key: request.target.key, name: request.target.name},
+      plan: p.plan,
+      mig: slot(),
+      ...(p.ranks > 1 && p.plan.mig ? {moreSlices: Array.from({length: p.ranks - 1}, () => slot()!)} : {}),
+      // a lifetime counted from the moment the session is recorded as made (its createdAt), to the millisecond
+      ...(i === 0 && request.ttlMs ? {expiresAt: new Date(Date.parse(createdAt) + request.ttlMs).toISOString()} : {}),
+      ...(spread ? {spread: {ranksHere: p.ranks, parts: []}} : {}),
+      ...(i > 0 ? {partOf: {gpuUuid: placed[0].open.book.gpu.uuid, createdAt, firstRank, count: p.ranks}} : {}),
+    }
+    shares.push({open: p.open, plan: p.plan, firstRank, ranks: p.ranks, record})
   }
+  const [first, ...parts] = shares
+  first.record.spread?.parts.push(
+    ...parts.map((s) => ({
+      gpuUuid: s.open.book.gpu.uuid,
+      gpuIndex: s.open.live.index,
+      firstRank: s.firstRank,
+      count: s.ranks,
+      devices: Array<null>(s.ranks).fill(null),
+    })),
+  )
   const record = async () => {
-    if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, book), slicesOf(session))
-    book.sessions[name] = session
-    persist()
+    if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, books), slicesOf(first.record))
+    // the first record last: a part is never in a book without the record it belongs to being written after it
+    for (const s of [...parts, first]) {
+      s.open.book.sessions[name] = s.record
+      s.open.persist()
+    }
   }
   // counted and recorded under the box's quota lock: a concurrent up on another GPU sees this session or waits
   await (quota ? withQuotaLock(deps.stateDir, record) : record())
 
-  const ctx = open.contextFor(session)
-  const notes = [...open.notes]
+  const ctxs = shares.map((s) => s.open.contextFor(s.record))
+  const notes = [...new Set(opens.flatMap((o) => o.notes))]
+  const booked = (i: number) => ({ctx: ctxs[i], persist: shares[i].open.persist})
   await completeOrUnwind(
-    ctx,
-    persist,
+    ctxs[0],
+    first.open.persist,
     deps,
     async () => {
-      await runSteps(ctx, persist, instanceSteps(plan, count), deps.cancel)
-      await nameSlots(deps.gpu, ctx.live, session, book, migUuidsBefore)
-      persist()
+      for (const [i, s] of shares.entries()) {
+        await runSteps(ctxs[i], s.open.persist, instanceSteps(s.plan, s.firstRank, s.ranks), deps.cancel)
+        await nameSlots(deps.gpu, ctxs[i].live, s.record, s.open.book, migBefore.get(s.open.book.gpu.uuid)!)
+        s.open.persist()
+      }
+      // the first record names every rank's device: the container is made from it
+      for (const [i, part] of (first.record.spread?.parts ?? []).entries()) {
+        const s = parts[i]
+        part.devices = Array.from({length: s.ranks}, (_, k) => deviceOfRank(s.record, s.firstRank + k, s.open.book.gpu.uuid))
+      }
+      first.open.persist()
       if (plan.mps && request.mpsOnHost) {
         const {owner, runAsOwner} = request.mpsOnHost
         const impl = stepFor(deps.steps, 'start-mps')
-        const daemons = Array.from({length: count}, (_, rank) => mpsStepFor(impl, plan.mps!, deps.stateDir, name, owner, runAsOwner, rank))
-        await runSteps(ctx, persist, daemons, deps.cancel)
+        for (const [i, s] of shares.entries()) {
+          const daemons = Array.from({length: s.ranks}, (_, k) => mpsStepFor(impl, s.plan.mps!, deps.stateDir, name, owner, runAsOwner, s.firstRank + k))
+          await runSteps(ctxs[i], s.open.persist, daemons, deps.cancel)
+        }
       }
-      if (request.extraSteps) await runSteps(ctx, persist, request.extraSteps(session, ctx.live), deps.cancel)
+      if (request.extraSteps) await runSteps(ctxs[0], first.open.persist, request.extraSteps(first.record, ctxs[0].live), deps.cancel)
       // Last, because nothing before depends on them: a container's entrypoint and sshd start while these calls run.
-      await runSteps(ctx, persist, gpuWideSteps(plan), deps.cancel)
+      for (const [i, s] of shares.entries()) await runSteps(ctxs[i], s.open.persist, gpuWideSteps(s.plan), deps.cancel)
     },
     notes,
+    parts.map((_, i) => booked(i + 1)),
   )
 
   return {
     name,
-    gpuUuid: book.gpu.uuid,
-    gpuIndex: ctx.live.index,
-    session,
+    gpuUuid: first.open.book.gpu.uuid,
+    gpuIndex: ctxs[0].live.index,
+    session: first.record,
     plan,
-    physicalMiB: physicalMiBOf(plan, ctx.live.memoryTotalMiB),
-    mpsDaemon: mpsDaemonOf(session),
-    recovered: open.recovered,
-    notes: [...notes, ...ctx.notes],
+    physicalMiB: physicalMiBOf(plan, ctxs[0].live.memoryTotalMiB),
+    mpsDaemon: mpsDaemonOf(first.record),
+    parts: parts.map((s) => ({gpuUuid: s.open.book.gpu.uuid, gpuIndex: s.open.live.index, session: s.record})),
+    recovered: opens.flatMap((o) => o.recovered),
+    notes: [...notes, ...ctxs.flatMap((c) => c.notes)],
   }
 }
 
@@ -203,16 +251,16 @@ function mpsDaemonOf(session: SessionRecord): ActiveSession['mpsDaemon'] {
   return {pipeDirectory: params.pipeDirectory, logDirectory: params.logDirectory}
 }
 
-/** What the session runs on: persistence, then (on a slice) MIG mode and the instance (one per rank, --count N). */
-function instanceSteps(plan: Plan, count: number): PlannedStep[] {
+/** What the session runs on: persistence, then (on a slice) MIG mode and the instances of its ranks on this GPU. */
+function instanceSteps(plan: Plan, firstRank: number, ranks: number): PlannedStep[] {
   const steps: PlannedStep[] = [{impl: setPersistence, params: {value: true}}]
   if (plan.mig) {
     const {profile, profileId} = plan.mig
     steps.push(
       {impl: enableMig, params: {value: true}},
-      ...Array.from({length: count}, (_, rank) => ({
+      ...Array.from({length: ranks}, (_, k) => ({
         impl: createGpuInstance,
-        params: {profile, profileId, withComputeInstance: true, ...(rank > 0 ? {rank} : {})},
+        params: {profile, profileId, withComputeInstance: true, ...(firstRank + k > 0 ? {rank: firstRank + k} : {})},
       })),
     )
   }

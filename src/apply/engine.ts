@@ -82,10 +82,15 @@ export async function unwindSession(ctx: StepContext, persist: Persist, steps: S
   if (firstError) throw firstError
 }
 
+/** One GPU's record of a session, with the write that saves its book. */
+export type BookedRecord = {readonly ctx: StepContext; readonly persist: Persist}
+
 /**
  * A new session from its first step to `active`: `act` runs its steps; on any failure, or a Ctrl-C that came
  * during the last one, what it did is undone newest-first and the session leaves the book. What cannot be
- * undone stays journaled for `recover`, and the error says so in its notes.
+ * undone stays journaled for `recover`, and the error says so in its notes. A session spread over several GPUs has
+ * a record in each (`parts`): they turn active before the first one, which turns active last (the commit: a crash
+ * before it voids the parts, recoverAbandoned), and are undone after it (its container holds their devices).
  */
 export async function completeOrUnwind(
   ctx: StepContext,
@@ -93,21 +98,26 @@ export async function completeOrUnwind(
   deps: {readonly steps: StepRegistry; readonly cancel: Cancellation; readonly onProgress?: (message: string) => void},
   act: () => Promise<void>,
   notes: string[] = [],
+  parts: readonly BookedRecord[] = [],
 ): Promise<void> {
-  const {book, session} = ctx
+  const records = [{ctx, persist}, ...parts]
   try {
     await act()
     if (deps.cancel.requested) throw new StateError('INTERRUPTED', 'interrupted; undoing what was done')
-    session.phase = 'active'
-    persist()
+    for (const record of [...parts, {ctx, persist}]) {
+      record.ctx.session.phase = 'active'
+      record.persist()
+    }
   } catch (error) {
     deps.onProgress?.('undoing what this session changed')
-    try {
-      await unwindSession(ctx, persist, deps.steps)
-      delete book.sessions[session.name]
-      persist()
-    } catch (undoError) {
-      notes.push(`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`)
+    for (const record of records) {
+      try {
+        await unwindSession(record.ctx, record.persist, deps.steps)
+        delete record.ctx.book.sessions[record.ctx.session.name]
+        record.persist()
+      } catch (undoError) {
+        notes.push(`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`)
+      }
     }
     addErrorNotes(error, notes)
     throw error
@@ -117,13 +127,21 @@ export async function completeOrUnwind(
 /**
  * Sessions found starting or stopping by a process that holds the GPU lock belong to a process that
  * died mid-way: roll each back (a killed `up`) or finish it (a killed `down`). Both mean undoing what
- * the journal says was, or may have been, done.
+ * the journal says was, or may have been, done. So are the parts of a spread session whose first record did not
+ * become active, or has gone (a killed `up` between the parts' and the first record's last write, a killed `down`).
  */
-export async function recoverAbandoned(deps: EngineDeps, book: GpuBook, live: HostGpu, persist: Persist): Promise<{recovered: string[]; notes: string[]}> {
+export async function recoverAbandoned(
+  deps: EngineDeps,
+  book: GpuBook,
+  live: HostGpu,
+  persist: Persist,
+  /** an active record that is void all the same: a spread session's part whose first record is gone or unfinished */
+  orphaned: (session: BookSession) => boolean = () => false,
+): Promise<{recovered: string[]; notes: string[]}> {
   const recovered: string[] = []
   const notes: string[] = []
   for (const session of Object.values(book.sessions)) {
-    if (session.phase === 'active') continue
+    if (session.phase === 'active' && !orphaned(session)) continue
     const ctx = stepContext(deps.gpu, book, session, live)
     await unwindSession(ctx, persist, deps.steps)
     delete book.sessions[session.name]

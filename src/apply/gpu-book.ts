@@ -130,20 +130,73 @@ const session = z.strictObject({
   ...sessionBase,
   target: z.strictObject({key: z.string(), name: z.string()}),
   plan: z.preprocess(planStoredEarlier, planSchema),
-  /** up --count N on MIG: the instances of ranks 1..N-1 (rank 0's is `mig`) */
+  /** up --count N on MIG: the instances of this record's further ranks (its first rank's is `mig`) */
   moreSlices: z.array(migSlot).max(63).optional(),
+  /**
+   * up --count N spread over several GPUs, on the record in the first GPU's book (rank 0's): how many ranks are here,
+   * and the ranks the other GPUs' records hold, with their devices once made. That record holds the container, the
+   * session's clock and its quota; it turns active last.
+   */
+  spread: z
+    .strictObject({
+      ranksHere: z.number().int().min(1),
+      parts: z.array(
+        z.strictObject({
+          gpuUuid: z.string(),
+          gpuIndex: z.number().int(),
+          firstRank: z.number().int().min(1),
+          count: z.number().int().min(1),
+          /** each rank's device (its MIG instance's UUID, or the GPU's for an MPS share), null until made */
+          devices: z.array(z.string().nullable()),
+        }),
+      ),
+    })
+    .optional(),
+  /**
+   * A part of a session spread over several GPUs: its ranks on this GPU, with their own journal. It belongs to the
+   * record of the same name and creation time in the first GPU's book, and is rolled back once that is not active.
+   */
+  partOf: z.strictObject({gpuUuid: z.string(), createdAt: z.string(), firstRank: z.number().int().min(1), count: z.number().int().min(1)}).optional(),
 })
 export type SessionRecord = z.infer<typeof session>
 
-/** Every MIG instance the session made, rank 0's first. */
+/** Every MIG instance the record made (on this GPU), its first rank's first. */
 export function migSlotsOf(s: BookSession): MigSlot[] {
   const more = isLeaseSession(s) ? [] : (s.moreSlices ?? [])
   return [...(s.mig ? [s.mig] : []), ...more]
 }
 
-/** The MIG instance of one rank (0 with no --count); null when the session has no slice. */
+/** The MIG instance of one rank (0 with no --count) in this record; null when the session has no slice, or not here. */
 export function slotOfRank(s: SessionRecord, rank: number): MigSlot | null {
-  return rank === 0 ? s.mig : (s.moreSlices?.[rank - 1] ?? null)
+  if (!holdsRank(s, rank)) return null
+  const here = rank - (s.partOf?.firstRank ?? 0)
+  return here === 0 ? s.mig : (s.moreSlices?.[here - 1] ?? null)
+}
+
+/** Whether this record (on its GPU) holds the rank: a spread session's records each hold a run of them. */
+export function holdsRank(s: SessionRecord, rank: number): boolean {
+  const first = s.partOf?.firstRank ?? 0
+  return rank >= first && rank < first + ranksHereOf(s)
+}
+
+/** The ranks this record holds on its own GPU: all of them, unless the session is spread. */
+export function ranksHereOf(s: SessionRecord): number {
+  return s.partOf?.count ?? s.spread?.ranksHere ?? rankCountOf(s)
+}
+
+/** A part of a spread session (in another GPU's book than its first): listed, counted and ended with that one. */
+export function isSessionPart(s: BookSession): boolean {
+  return !isLeaseSession(s) && s.partOf !== undefined
+}
+
+/**
+ * The device one rank of a session runs on, as CUDA names it: its MIG instance, or (an MPS share, a whole GPU) the
+ * GPU itself; on a spread session's first record, the other GPUs' ranks as their parts recorded them. Null until made.
+ */
+export function deviceOfRank(s: SessionRecord, rank: number, gpuUuid: string): string | null {
+  const part = s.spread?.parts.find((p) => rank >= p.firstRank && rank < p.firstRank + p.count)
+  if (part) return part.devices[rank - part.firstRank] ?? null
+  return s.mig ? (slotOfRank(s, rank)?.uuid ?? null) : gpuUuid
 }
 
 /** How many devices the session has (up --count N), 1 for a plain one. */

@@ -1,5 +1,5 @@
 import type {HostGpu, HostProbe} from '../host/types.js'
-import {type GpuBook, isLeaseSession, type Lease, migSlotsOf, type SessionRecord, type Setting, slotOfRank} from './gpu-book.js'
+import {type GpuBook, holdsRank, isLeaseSession, isSessionPart, type Lease, migSlotsOf, type SessionRecord, type Setting, slotOfRank} from './gpu-book.js'
 
 /** Memory slices a GPU instance occupies: the GI placement nvidia-smi reports (`mig -lgi`), start and size in slices. */
 export type SlicePlacement = {start: number; size: number}
@@ -40,7 +40,7 @@ export type SessionSummary = {
   gpuIndex: number | null
   mig: {profile: string; gpuInstanceId: number | null; computeInstanceId: number | null; uuid: string | null} | null
   /** up --count N: each rank's device (MIG instance IDs null on a GPU without MIG); absent for one device */
-  ranks?: {rank: number; uuid: string | null; gpuInstanceId: number | null; computeInstanceId: number | null}[]
+  ranks?: {rank: number; uuid: string | null; gpuIndex: number | null; gpuInstanceId: number | null; computeInstanceId: number | null}[]
   container: {id: string; name: string} | null
   /** the GPU instance this session owns is no longer on the GPU */
   instanceMissing: boolean
@@ -77,38 +77,44 @@ export type HostStatus = {gpus: GpuStatus[]; sessions: SessionSummary[]; stateDi
 
 /** Joins what the GPUs show with what the books record. Reads only; takes no lock. */
 export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], stateDir: string, sharedStateDir: boolean): HostStatus {
+  // a spread session is listed once, by its first record; its parts give their ranks' devices
+  const partsOf = (s: SessionRecord) =>
+    books.flatMap((b) =>
+      Object.values(b.sessions)
+        .filter((p): p is SessionRecord => isSessionPart(p) && p.name === s.name && (p as SessionRecord).partOf!.createdAt === s.createdAt)
+        .map((session) => ({session, gpuUuid: b.gpu.uuid})),
+    )
   const sessions: SessionSummary[] = books.flatMap((book) =>
-    Object.values(book.sessions).map((s) => {
-      const live = probe?.gpus.find((g) => g.uuid === book.gpu.uuid) ?? null
-      const gi = s.mig?.gpuInstanceId ?? null
-      const gis = migSlotsOf(s).map((slot) => slot.gpuInstanceId)
-      return {
-        name: s.name,
-        kind: isLeaseSession(s) ? ('lease' as const) : ('up' as const),
-        owner: s.owner.user,
-        ownerUid: s.owner.uid,
-        target: isLeaseSession(s) ? null : s.target.key,
-        lease: isLeaseSession(s) ? {holder: s.holder, ...s.hold} : null,
-        phase: s.phase,
-        createdAt: s.createdAt,
-        gpuUuid: book.gpu.uuid,
-        gpuIndex: live?.index ?? null,
-        mig: s.mig && {profile: s.mig.profile, gpuInstanceId: s.mig.gpuInstanceId, computeInstanceId: s.mig.computeInstanceId, uuid: s.mig.uuid},
-        // up --count N: every rank's instance (rank 0's is also `mig`); one device: absent
-        ...(isLeaseSession(s) || !s.plan.ranks
-          ? {}
-          : {
-              ranks: Array.from({length: s.plan.ranks.count}, (_, rank) => {
-                const slot = slotOfRank(s, rank)
-                return {rank, uuid: slot?.uuid ?? null, gpuInstanceId: slot?.gpuInstanceId ?? null, computeInstanceId: slot?.computeInstanceId ?? null}
+    Object.values(book.sessions)
+      .filter((s) => !isSessionPart(s))
+      .map((s) => {
+        const live = probe?.gpus.find((g) => g.uuid === book.gpu.uuid) ?? null
+        const gi = s.mig?.gpuInstanceId ?? null
+        const gis = migSlotsOf(s).map((slot) => slot.gpuInstanceId)
+        return {
+          name: s.name,
+          kind: isLeaseSession(s) ? ('lease' as const) : ('up' as const),
+          owner: s.owner.user,
+          ownerUid: s.owner.uid,
+          target: isLeaseSession(s) ? null : s.target.key,
+          lease: isLeaseSession(s) ? {holder: s.holder, ...s.hold} : null,
+          phase: s.phase,
+          createdAt: s.createdAt,
+          gpuUuid: book.gpu.uuid,
+          gpuIndex: live?.index ?? null,
+          mig: s.mig && {profile: s.mig.profile, gpuInstanceId: s.mig.gpuInstanceId, computeInstanceId: s.mig.computeInstanceId, uuid: s.mig.uuid},
+          // up --count N: every rank's instance (rank 0's is also `mig`); one device: absent
+          ...(isLeaseSession(s) || !s.plan.ranks
+            ? {}
+            : {
+                ranks: ranksOf(s, book.gpu.uuid, partsOf(s), probe),
               }),
-            }),
-        container: s.container && {id: s.container.id, name: s.container.name},
-        instanceMissing: live !== null && gis.some((id) => id !== null && !live.gpuInstances.some((i) => i.id === id)),
-        ...liveUse(live, gi, gis),
-        shaping: isLeaseSession(s) ? null : shapingOf(s),
-      }
-    }),
+          container: s.container && {id: s.container.id, name: s.container.name},
+          instanceMissing: live !== null && gis.some((id) => id !== null && !live.gpuInstances.some((i) => i.id === id)),
+          ...liveUse(live, gi, gis),
+          shaping: isLeaseSession(s) ? null : shapingOf(s),
+        }
+      }),
   )
   const gpus: GpuStatus[] = (probe?.gpus ?? []).map((g) => {
     const book = books.find((b) => b.gpu.uuid === g.uuid)
@@ -186,4 +192,21 @@ function largestFreeProfile(gpu: HostGpu): string | null {
   const free = (gpu.migProfiles ?? []).filter((p) => p.free > 0)
   free.sort((a, b) => b.memoryGiB - a.memoryGiB || b.smCount - a.smCount || a.name.length - b.name.length)
   return free[0]?.name ?? null
+}
+
+/** Each rank's device, from the record of the GPU it is on (a spread session's parts hold theirs). */
+function ranksOf(
+  s: SessionRecord,
+  gpuUuid: string,
+  parts: readonly {session: SessionRecord; gpuUuid: string}[],
+  probe: HostProbe | null,
+): NonNullable<SessionSummary['ranks']> {
+  const records = [{session: s, gpuUuid}, ...parts]
+  return Array.from({length: s.plan.ranks!.count}, (_, rank) => {
+    const here = records.find((r) => holdsRank(r.session, rank))
+    const slot = here ? slotOfRank(here.session, rank) : null
+    const uuid = here ? (here.session.mig ? (slot?.uuid ?? null) : here.gpuUuid) : null
+    const gpuIndex = here ? (probe?.gpus.find((g) => g.uuid === here.gpuUuid)?.index ?? here.session.plan.host.index) : null
+    return {rank, uuid, gpuIndex, gpuInstanceId: slot?.gpuInstanceId ?? null, computeInstanceId: slot?.computeInstanceId ?? null}
+  })
 }

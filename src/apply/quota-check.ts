@@ -1,7 +1,7 @@
 import {StateError} from '../core/errors.js'
 import type {Quota} from '../core/session-policy.js'
 import {listSessions} from './book-store.js'
-import {type BookSession, type GpuBook, isLeaseSession, rankCountOf} from './gpu-book.js'
+import {type BookSession, type GpuBook, isLeaseSession, isSessionPart, rankCountOf} from './gpu-book.js'
 import {withGpuLock} from './gpu-lock.js'
 
 /**
@@ -21,14 +21,18 @@ export function slicesOf(session: BookSession): number {
   return (session.plan.mig?.memorySlices ?? WHOLE_GPU_SLICES) * rankCountOf(session)
 }
 
-/** What uid holds: `up` sessions in every book, this GPU's from the open (locked) book, which may be newer than its file. */
-export function holdingOf(stateDir: string, uid: number, open: GpuBook | null): Holding {
+/**
+ * What uid holds: `up` sessions in every book, those of the open (locked) books from them, which may be newer than
+ * their files. A session spread over several GPUs counts once, by its first record (which counts all its ranks).
+ */
+export function holdingOf(stateDir: string, uid: number, opened: readonly GpuBook[]): Holding {
+  const uuids = new Set(opened.map((b) => b.gpu.uuid))
   const sessions = [
     ...listSessions(stateDir)
-      .filter((l) => l.gpuUuid !== open?.gpu.uuid)
+      .filter((l) => !uuids.has(l.gpuUuid))
       .map((l) => l.session),
-    ...Object.values(open?.sessions ?? {}),
-  ].filter((s) => !isLeaseSession(s) && s.owner.uid === uid)
+    ...opened.flatMap((b) => Object.values(b.sessions)),
+  ].filter((s) => !isLeaseSession(s) && !isSessionPart(s) && s.owner.uid === uid)
   return {sessions: sessions.length, slices: sessions.reduce((sum, s) => sum + slicesOf(s), 0)}
 }
 

@@ -5,10 +5,10 @@ import {DEBUG_NS} from '../core/names.js'
 import {type SessionPolicy, warnLeadMs} from '../core/session-policy.js'
 import type {HostGpu} from '../host/types.js'
 import {amendSession, type BookStoreDeps, scanBooks, withBook} from './book-store.js'
-import {type BookSession, type GpuBook, isLeaseSession, migSlotsOf, type SessionRecord} from './gpu-book.js'
+import {type BookSession, type GpuBook, isLeaseSession, isSessionPart, migSlotsOf, type SessionRecord} from './gpu-book.js'
 import {lastActiveMs, ttlWarnLeadMs} from './session-clock.js'
 import {releaseName} from './session-names.js'
-import {type ClosedSession, endSessionLocked} from './tear-down.js'
+import {type ClosedSession, endPartsOf, endSessionLocked} from './tear-down.js'
 
 const debug = createDebug(DEBUG_NS.apply)
 
@@ -52,7 +52,8 @@ export async function reapSessions(deps: ReapDeps): Promise<ReapResult> {
   const now = deps.now ?? Date.now
   const result: ReapResult = {actions: [], closed: [], notes: []}
   for (const {book} of scanBooks(deps.stateDir, {skipCorrupt: true}).books) {
-    const sessions = Object.values(book.sessions).filter((s): s is SessionRecord => !isLeaseSession(s) && s.phase === 'active')
+    // a spread session is reaped by its first record (its clock), which ends its parts too
+    const sessions = Object.values(book.sessions).filter((s): s is SessionRecord => !isLeaseSession(s) && !isSessionPart(s) && s.phase === 'active')
     if (sessions.length === 0) continue
     const busy = deps.policy.idleReclaimMs === null ? new Set<string>() : await sessionsComputing(deps, book, sessions, result.notes)
     for (const session of sessions) {
@@ -139,6 +140,7 @@ function warning(session: SessionRecord, reason: 'ttl' | 'idle', inMs: number): 
 
 /** Under the GPU's lock, ended as `down` ends it, if it is still due (an extend or a login may have come meanwhile). */
 async function endIfStillDue(deps: ReapDeps, book: GpuBook, name: string, reason: 'ttl' | 'idle', now: () => number): Promise<ClosedSession | null> {
+  let ended: BookSession | null = null
   const closed = await withBook(
     deps,
     book.gpu,
@@ -147,12 +149,15 @@ async function endIfStillDue(deps: ReapDeps, book: GpuBook, name: string, reason
       if (!session || isLeaseSession(session) || session.phase !== 'active') return null
       const due = dueOf(session, deps.policy.idleReclaimMs, now())
       if (due?.action !== 'end' || due.reason !== reason) return null
+      ended = session
       return endSessionLocked(session, open, deps)
     },
     {read: 'settings'},
   )
-  if (closed) releaseName(deps.stateDir, name)
-  return closed
+  if (!closed) return null
+  const parts = ended ? await endPartsOf(ended, deps) : []
+  releaseName(deps.stateDir, name)
+  return {...closed, restored: [...closed.restored, ...parts.flatMap((p) => p.restored)], notes: [...closed.notes, ...parts.flatMap((p) => p.notes)]}
 }
 
 /** The sessions with a compute process of their own on their slice (the MPS server aside), from one `-q` of the GPU. */

@@ -2,7 +2,7 @@ import {InputError} from '../core/errors.js'
 import {formatDuration} from '../core/duration.js'
 import {assertWithinMax, type SessionPolicy, warnLeadMs} from '../core/session-policy.js'
 import {amendSession, listSessions} from './book-store.js'
-import {type BookSession, isLeaseSession} from './gpu-book.js'
+import {type BookSession, isLeaseSession, isSessionPart} from './gpu-book.js'
 import {assertMayEnd, type Requester} from './tear-down.js'
 
 /**
@@ -47,7 +47,7 @@ export function ttlWarnLeadMs(session: BookSession): number | null {
 /** Every `up` session's clock, for `ps`/`status`/metrics (lease holds never end by themselves). */
 export function sessionClocks(stateDir: string, now: number = Date.now()): SessionClock[] {
   return listSessions(stateDir)
-    .filter((l) => !isLeaseSession(l.session))
+    .filter((l) => !isLeaseSession(l.session) && !isSessionPart(l.session))
     .map((l) => clockOf(l.session, now))
 }
 
@@ -61,7 +61,7 @@ export function idleSessions(stateDir: string, policy: SessionPolicy, now: numbe
   const reclaim = policy.idleReclaimMs
   if (reclaim === null) return []
   return listSessions(stateDir)
-    .filter((l) => !isLeaseSession(l.session) && l.session.phase === 'active')
+    .filter((l) => !isLeaseSession(l.session) && !isSessionPart(l.session) && l.session.phase === 'active')
     .map(({session}) => ({name: session.name, owner: session.owner.user, idleMs: clockOf(session, now).idleMs}))
     .filter((s) => s.idleMs >= reclaim - warnLeadMs(reclaim))
     .map((s) => ({...s, reclaimInMs: Math.max(0, reclaim - s.idleMs)}))
@@ -81,7 +81,8 @@ export async function extendSession(
   stateDir: string,
   now: () => number = Date.now,
 ): Promise<ExtendResult> {
-  const found = listSessions(stateDir).find((l) => l.session.name === name && !isLeaseSession(l.session))
+  // a spread session's clock is its first record's
+  const found = listSessions(stateDir).find((l) => l.session.name === name && !isLeaseSession(l.session) && !isSessionPart(l.session))
   if (!found) throw new InputError('UNKNOWN_SESSION', `no session named "${name}"`, {fix: ['see them: gpu-cosplay ps']})
   assertMayEnd(found.session, requester)
   let result: ExtendResult | null = null

@@ -1,7 +1,7 @@
 import {InputError, StateError} from '../core/errors.js'
-import {type BookStoreDeps, listSessions, type OpenBook, type SessionLocation, withBook} from './book-store.js'
+import {type BookStoreDeps, listBooks, listSessions, type OpenBook, type SessionLocation, withBook} from './book-store.js'
 import {unwindSession} from './engine.js'
-import {type BookSession, isLeaseSession} from './gpu-book.js'
+import {type BookSession, isLeaseSession, isSessionPart} from './gpu-book.js'
 import {releaseName} from './session-names.js'
 
 export type Requester = {readonly uid: number; readonly isRoot: boolean}
@@ -25,7 +25,9 @@ export type ClosedSession = {
 export async function tearDown(names: readonly string[], requester: Requester, deps: BookStoreDeps): Promise<ClosedSession[]> {
   const all = listSessions(deps.stateDir)
   const chosen = [...new Set(names)].flatMap((name) => {
-    const found = all.filter((l) => l.session.name === name)
+    // a spread session's first record before its parts: its container holds their devices, and once it is gone the
+    // parts are void (a crash from here on leaves them for the next command to roll back)
+    const found = all.filter((l) => l.session.name === name).sort((a, b) => Number(isSessionPart(a.session)) - Number(isSessionPart(b.session)))
     if (found.length === 0) {
       throw new InputError('UNKNOWN_SESSION', `no session named "${name}"`, {fix: ['see them: gpu-cosplay ps']})
     }
@@ -35,8 +37,33 @@ export async function tearDown(names: readonly string[], requester: Requester, d
 
   const closed: ClosedSession[] = []
   for (const location of chosen) {
-    closed.push(await withBook(deps, {uuid: location.gpuUuid, name: location.gpuName}, (open) => tearDownLocked(location, open, deps), {read: 'settings'}))
+    const ended = await withBook(deps, {uuid: location.gpuUuid, name: location.gpuName}, (open) => tearDownLocked(location, open, deps), {read: 'settings'})
     releaseName(deps.stateDir, location.session.name)
+    // one entry per session: a part's restored settings and notes join its first record's
+    const same = isSessionPart(location.session) ? closed.find((c) => c.name === ended.name) : undefined
+    if (same) closed[closed.indexOf(same)] = {...same, restored: [...same.restored, ...ended.restored], notes: [...same.notes, ...ended.notes]}
+    else closed.push(ended)
+  }
+  return closed
+}
+
+/** A spread session's parts, after its first record ended (the reaper's end): each under its own GPU's lock. */
+export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Promise<ClosedSession[]> {
+  if (isLeaseSession(session) || !session.spread) return []
+  const closed: ClosedSession[] = []
+  for (const part of session.spread.parts) {
+    const book = listBooks(deps.stateDir).find((b) => b.book.gpu.uuid === part.gpuUuid)
+    if (!book) continue
+    const ended = await withBook(
+      deps,
+      book.book.gpu,
+      async (open) => {
+        const mine = open.book.sessions[session.name]
+        return mine && isSessionPart(mine) ? endSessionLocked(mine, open, deps) : null
+      },
+      {read: 'settings'},
+    )
+    if (ended) closed.push(ended)
   }
   return closed
 }
@@ -54,8 +81,10 @@ async function tearDownLocked(location: SessionLocation, open: OpenBook, deps: B
   const name = location.session.name
   const session = book.sessions[name]
   if (!session) {
-    // Lost to a reboot (its instances are gone with it), or ended by another process meanwhile.
-    if (open.recovered.includes(name)) return {name, gpuUuid: book.gpu.uuid, target: targetOf(location.session), restored: [], notes: open.notes}
+    // Lost to a reboot (its instances are gone with it), or ended by another process meanwhile; a spread session's part
+    // is rolled back by whoever opens its book once the first record is gone.
+    if (open.recovered.includes(name) || isSessionPart(location.session))
+      return {name, gpuUuid: book.gpu.uuid, target: targetOf(location.session), restored: [], notes: open.notes}
     throw new InputError('UNKNOWN_SESSION', `no session named "${name}" (ended meanwhile?)`, {fix: ['see them: gpu-cosplay ps']})
   }
   return endSessionLocked(session, open, deps)

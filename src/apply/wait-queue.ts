@@ -11,7 +11,7 @@ import {isProcessGone} from '../core/process-gone.js'
 import {settleDir} from '../core/settle-dir.js'
 import {statePolicy} from '../core/state-policy.js'
 import {listSessions} from './book-store.js'
-import {isLeaseSession} from './gpu-book.js'
+import {isLeaseSession, isSessionPart} from './gpu-book.js'
 import {withGpuLock} from './gpu-lock.js'
 import {defaultSessionName} from './session-names.js'
 
@@ -95,7 +95,8 @@ export function listQueue(stateDir: string, now: number = Date.now()): QueuedReq
   // the usual case (ps, status): nobody waits, and the books need not be read for the order
   if (live.length === 0) return []
   const held = new Map<number, number>()
-  for (const {session} of listSessions(stateDir)) if (!isLeaseSession(session)) held.set(session.owner.uid, (held.get(session.owner.uid) ?? 0) + 1)
+  for (const {session} of listSessions(stateDir))
+    if (!isLeaseSession(session) && !isSessionPart(session)) held.set(session.owner.uid, (held.get(session.owner.uid) ?? 0) + 1)
   return fairOrder(live, held).map((entry, i) => ({...entry, position: i + 1, stalled: silentPeriods(entry, now) >= SKIP_AFTER_PERIODS}))
 }
 

@@ -26,7 +26,7 @@ export type Placement = {
 
 /** up's planning flags: every box plans with them */
 export type PlanFlags = {
-  readonly 'host-gpu': number
+  readonly 'host-gpu'?: number
   readonly match: string
   readonly strict: boolean
   readonly 'lock-clock': boolean
@@ -51,7 +51,8 @@ export async function upOnBestHost<T>(
   how.say(`Planning ${gpu} on ${hosts.map((h) => h.label).join(', ')}`)
   const planArgs = [
     gpu,
-    ...['--match', flags.match, '--host-gpu', String(flags['host-gpu'])],
+    ...['--match', flags.match],
+    ...(flags['host-gpu'] === undefined ? [] : ['--host-gpu', String(flags['host-gpu'])]),
     ...(flags.strict ? ['--strict'] : []),
     ...(flags['lock-clock'] ? ['--lock-clock'] : []),
     ...(flags['cap-power'] ? ['--cap-power'] : []),

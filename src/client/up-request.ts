@@ -25,7 +25,8 @@ export async function upRequestFrom(gpu: string, flags: UpFlags, memberKey: Memb
   return {
     op: 'up',
     target: gpu,
-    hostGpu: flags['host-gpu'],
+    // --count N without --host-gpu goes where the planner places the ranks (as plan --count does)
+    hostGpu: flags['host-gpu'] ?? (flags.count !== undefined && flags.count > 1 ? null : 0),
     match: flags.match as RequestOf<'up'>['match'],
     basis: flags.datasheet === true ? 'datasheet' : 'measured',
     ...(flags.count !== undefined && flags.count > 1 ? {count: flags.count} : {}),

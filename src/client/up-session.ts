@@ -4,7 +4,7 @@
  * --json prints it and render/render-up.ts draws it. The apply and container layers load only once the flags pass.
  */
 import type {ActiveSession} from '../apply/bring-up.js'
-import type {slotOfRank as SlotOfRank} from '../apply/gpu-book.js'
+import type * as GpuBookModule from '../apply/gpu-book.js'
 import {resolveTarget} from '../catalog/resolve-target.js'
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
@@ -40,7 +40,7 @@ export type UpResult = {
   /** only with several --host boxes: where the session went, and what every box offered */
   placement?: Placement
   /** up --count N: each rank's device, in ordinal order; absent for one device */
-  ranks?: {rank: number; uuid: string; gpuInstanceId: number | null; computeInstanceId: number | null; mpsPipe: string | null}[]
+  ranks?: {rank: number; uuid: string; gpuIndex: number; gpuInstanceId: number | null; computeInstanceId: number | null; mpsPipe: string | null}[]
 }
 
 /** up's flags, as the command parsed them (client/up-request.ts turns them into the request) */
@@ -108,7 +108,8 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
     quota: fair.quota,
   }
   const deps = {...ctx.deps, firstListing, catalog, cancel: io.cancel, onProgress: say, isRoot: ctx.isRoot}
-  progress?.start(`Applying ${request.count ? `${request.count} x ` : ''}${target.name} to GPU ${request.hostGpu}`)
+  const where = request.hostGpu === null ? 'the GPUs the plan places them on' : `GPU ${request.hostGpu}`
+  progress?.start(`Applying ${request.count ? `${request.count} x ` : ''}${target.name} to ${where}`)
   const attempt = async (): Promise<UpResult> => {
     let launched: LaunchedSession | null = null
     let active: ActiveSession
@@ -131,7 +132,7 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
     // Ctrl-C while waiting leaves the queue; nothing was changed yet
     return await waitInQueue(ctx.stateDir.dir, {
       who: {...ctx.owner, isRoot: ctx.isRoot},
-      want: `${target.name} on GPU ${request.hostGpu}`,
+      want: `${request.count ? `${request.count} x ` : ''}${target.name} on ${where}`,
       name: request.name,
       target: target.key,
       attempt,
@@ -169,7 +170,7 @@ async function fairShareOf(request: RequestOf<'up'>) {
 async function upResult(active: ActiveSession, target: Target, launched: Launched | null, startedAt: number): Promise<UpResult> {
   const [{costumeEnv, ranksEnv}, {rolledBackNotes}] = await Promise.all([import('../plan/costume-env.js'), import('../apply/book-store.js')])
   const device = active.session.mig?.uuid ?? active.gpuUuid
-  const ranks = active.plan.ranks ? ranksOf(active, launched !== null, (await import('../apply/gpu-book.js')).slotOfRank) : null
+  const ranks = active.plan.ranks ? ranksOf(active, launched !== null, await import('../apply/gpu-book.js')) : null
   const mpsDirs = launched
     ? active.plan.mps
       ? active.plan.ranks
@@ -209,11 +210,21 @@ async function upResult(active: ActiveSession, target: Target, launched: Launche
 }
 
 /** up --count N: each rank's device and MPS pipe (its daemon in the container, or the one up started on the host). */
-function ranksOf(active: ActiveSession, inContainer: boolean, slotOfRank: typeof SlotOfRank): NonNullable<UpResult['ranks']> {
+function ranksOf(active: ActiveSession, inContainer: boolean, gpuBook: typeof GpuBookModule): NonNullable<UpResult['ranks']> {
+  const records = [{gpuUuid: active.gpuUuid, gpuIndex: active.gpuIndex, session: active.session}, ...active.parts]
   return Array.from({length: active.plan.ranks!.count}, (_, rank) => {
-    const slot = slotOfRank(active.session, rank)
-    const hostDaemon = active.session.journal.find((e) => e.kind === 'start-mps' && e.state === 'done' && ((e.params.rank as number | undefined) ?? 0) === rank)
+    // the record of the GPU this rank is on (a spread session has one per GPU)
+    const here = records.find((r) => gpuBook.holdsRank(r.session, rank)) ?? records[0]
+    const slot = gpuBook.slotOfRank(here.session, rank)
+    const hostDaemon = here.session.journal.find((e) => e.kind === 'start-mps' && e.state === 'done' && ((e.params.rank as number | undefined) ?? 0) === rank)
     const mpsPipe = !active.plan.mps ? null : inContainer ? containerRankMpsDirs(rank).pipe : ((hostDaemon?.params.pipeDirectory as string | undefined) ?? null)
-    return {rank, uuid: slot?.uuid ?? active.gpuUuid, gpuInstanceId: slot?.gpuInstanceId ?? null, computeInstanceId: slot?.computeInstanceId ?? null, mpsPipe}
+    return {
+      rank,
+      uuid: gpuBook.deviceOfRank(active.session, rank, active.gpuUuid) ?? here.gpuUuid,
+      gpuIndex: here.gpuIndex,
+      gpuInstanceId: slot?.gpuInstanceId ?? null,
+      computeInstanceId: slot?.computeInstanceId ?? null,
+      mpsPipe,
+    }
   })
 }

@@ -25,7 +25,10 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
   ]
   static args = {gpu: Args.string({required: true, description: 'target GPU, e.g. 3090, t4, a100-80g'})}
   static flags = {
-    'host-gpu': Flags.integer({description: 'index of the host GPU to use', min: 0, default: 0}),
+    'host-gpu': Flags.integer({
+      description: 'index of the host GPU to use (default 0; with --count N and no --host-gpu, the GPUs the planner places the ranks on)',
+      min: 0,
+    }),
     match: Flags.string({description: 'what to match most closely', options: [...OBJECTIVES], default: 'balanced'}),
     name: Flags.string({description: 'session name (default: <user>-<target>)'}),
     'no-container': Flags.boolean({description: 'only prepare the GPU; print the variables your own workload needs'}),
@@ -33,7 +36,7 @@ Then it starts a container on the slice, in the same journal (the GPU-wide setti
     datasheet: Flags.boolean({description: "match datasheet peaks against the target's datasheet (as plan --datasheet), not what the card measures"}),
     count: Flags.integer({
       description:
-        'N devices of the target in one session (one container, one name): N slices of --host-gpu, each with its own MPS daemon and limits; scripts for N real cards (torchrun, mp.spawn) run unchanged. See plan --count for what joins them',
+        'N devices of the target in one session (one container, one name): N slices, each with its own MPS daemon and limits, on --host-gpu or, without it, on one GPU where they fit, else spread over the fewest GPUs (all or nothing); scripts for N real cards (torchrun, mp.spawn) run unchanged. See plan --count for what joins them',
       min: 1,
       max: COUNT_MAX,
     }),

@@ -3,13 +3,14 @@
  * caller's only one. Reads the books without the lock (they are replaced atomically).
  */
 import {listSessions} from '../apply/book-store.js'
-import {isLeaseSession, type SessionRecord} from '../apply/gpu-book.js'
+import {isLeaseSession, isSessionPart, type SessionRecord} from '../apply/gpu-book.js'
 import {InputError, StateError} from '../core/errors.js'
 
 export function pickSession(stateDir: string, name: string | undefined, requester: {uid: number; isRoot: boolean}): SessionRecord {
   const every = listSessions(stateDir).map((l) => l.session)
   // A lease hold has no container to reach: these commands never mean one.
-  const all = every.filter((s): s is SessionRecord => !isLeaseSession(s))
+  // a spread session is reached through its first record (the one with the container)
+  const all = every.filter((s): s is SessionRecord => !isLeaseSession(s) && !isSessionPart(s))
   if (name !== undefined) {
     const found = all.find((s) => s.name === name)
     if (!found && every.some((s) => s.name === name)) {

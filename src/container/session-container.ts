@@ -4,7 +4,7 @@
  */
 import path from 'node:path'
 
-import {type ContainerAccess, type ContainerRecord, type SessionRecord, slotOfRank} from '../apply/gpu-book.js'
+import {type ContainerAccess, type ContainerRecord, type SessionRecord, deviceOfRank} from '../apply/gpu-book.js'
 import type {PlannedStep, StepImpl} from '../apply/steps/step.js'
 import {ContainerError} from '../core/errors.js'
 import {CONTAINER_MPS_DIRS, containerRankMpsDirs, COSTUME_ENV, LABELS, UNPRIVILEGED_MPS_DIRS} from '../core/names.js'
@@ -210,7 +210,7 @@ function rankDevicesOf(session: SessionRecord, live: HostGpu, unprivileged: bool
   if (!session.plan.ranks) return null
   const base = unprivileged ? UNPRIVILEGED_MPS_DIRS : CONTAINER_MPS_DIRS
   return Array.from({length: session.plan.ranks.count}, (_, rank) => ({
-    uuid: slotOfRank(session, rank)?.uuid ?? live.uuid,
+    uuid: deviceOfRank(session, rank, live.uuid) ?? live.uuid,
     mpsPipe: session.plan.mps ? containerRankMpsDirs(rank, base).pipe : null,
   }))
 }

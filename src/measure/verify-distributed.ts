@@ -5,6 +5,7 @@
 import * as z from 'zod'
 
 import type {SessionAccess} from '../client/session-access.js'
+import {deviceOfRank} from '../apply/gpu-book.js'
 import {ContainerError} from '../core/errors.js'
 
 const rankReport = z.object({
@@ -64,8 +65,9 @@ export function verifyDistributed(access: SessionAccess, ran: {exitCode: number;
     })
   }
   const count = requireRanks(access)
-  const recorded = [access.session.mig, ...(access.session.moreSlices ?? [])].map((slot) => slot?.uuid ?? null)
-  const devicesMatch =
-    parsed.ranks.length === count && parsed.ranks.every((r) => recorded[r.rank] === undefined || recorded[r.rank] === null || r.uuid === recorded[r.rank])
+  // each rank's MIG device as the session recorded it (a spread session's first record names the other GPUs' too); an
+  // MPS share of this GPU is checked by its costume's name only ('' stands for the GPU, whose UUID the record lacks)
+  const recorded = (rank: number) => (rank >= 0 && rank < count ? deviceOfRank(access.session, rank, '') || null : null)
+  const devicesMatch = parsed.ranks.length === count && parsed.ranks.every((r) => recorded(r.rank) === null || r.uuid === recorded(r.rank))
   return {session: c.session, ...parsed, devicesMatch, ok: parsed.ok && devicesMatch}
 }

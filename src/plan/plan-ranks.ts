@@ -21,6 +21,14 @@ type Candidate = {readonly host: PlanHost; readonly plan: Plan; readonly capacit
  * so. Refused with one line, before anything changes, where N of no shape fit. Pure.
  */
 export function planRanks(target: Target, hosts: readonly RankHost[], objective: Objective, count: number, options: PlanOnGpuOptions): Plan {
+  return placeRanks(target, hosts, objective, count, options).plan
+}
+
+/** Where planRanks puts the ranks, GPU by GPU in rank order, each with its own plan of the shape (its clock, its index). */
+export type RankPlacement = {readonly plan: Plan; readonly gpus: readonly {readonly host: PlanHost; readonly ranks: number; readonly plan: Plan}[]}
+
+/** planRanks, and each GPU's own plan of the chosen shape: what `up` applies on each GPU of a spread session. */
+export function placeRanks(target: Target, hosts: readonly RankHost[], objective: Objective, count: number, options: PlanOnGpuOptions): RankPlacement {
   if (!Number.isInteger(count) || count < 2) throw new Error(`planRanks: count ${count} (one device is planCosplay's)`)
   const candidates: Candidate[] = []
   const refusals: string[] = []
@@ -56,7 +64,8 @@ export function planRanks(target: Target, hosts: readonly RankHost[], objective:
       link: linkOf(first.plan, placed.length > 1, target),
       shmMiB: SHM_MIB_PER_RANK * count,
     }
-    return {...first.plan, ranks, warnings: [...first.plan.warnings, ...notes]}
+    const withRanks = (plan: Plan) => ({...plan, ranks, warnings: [...plan.warnings, ...notes]})
+    return {plan: withRanks(first.plan), gpus: placed.map((p) => ({host: p.candidate.host, ranks: p.ranks, plan: withRanks(p.candidate.plan)}))}
   }
   throw doNotFit(target, count, candidates, refusals, hosts)
 }

@@ -69,7 +69,8 @@ function op<Name extends string, Shape extends z.ZodRawShape>(name: Name, shape:
 
 export const upRequestSchema = op('up', {
   target: text(128).min(1),
-  hostGpu: z.number().int().min(0).max(255),
+  /** null: up --count N goes where the planner places the ranks (over several GPUs where needed) */
+  hostGpu: z.number().int().min(0).max(255).nullable(),
   match: z.enum(['fp32', 'bf16', 'bandwidth', 'balanced']),
   /** what the plan matches: what the target card measures (absent: that), or its datasheet */
   basis: z.enum(['measured', 'datasheet']).optional(),

@@ -79,6 +79,19 @@ describe('quotas', () => {
     await bringUp(upRequest(ALICE, {target: target('3090'), count: 2, quota: {...quota, slices: 5 * slices}, hostGpu: 1}), box.deps)
   })
 
+  it('up --count N spread over two GPUs is one session holding N sessions\' slices, counted once', async () => {
+    const box = simBox(2)
+    const quota = {sessions: 1, slices: 16, source: "alice's quota"}
+    const quad = await bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, quota}), box.deps)
+    expect(quad.plan.ranks!.gpus.map((g) => g.ranks)).toEqual([2, 2])
+    expect(quad.parts).toHaveLength(1)
+    // a record on each GPU, one session: four 3g slices of four memory slices each
+    expect(listSessions(box.stateDir)).toHaveLength(2)
+    const refused = await bringUp(upRequest(ALICE, {target: target('t4'), quota, hostGpu: 1}), box.deps).catch((e: unknown) => e)
+    expect(refused).toMatchObject({code: 'QUOTA_EXCEEDED'})
+    expect((refused as Error).message).toContain('you hold 1 session(s) with 16 memory slice(s)')
+  })
+
   it('two concurrent ups on two GPUs cannot both take the last place', async () => {
     const box = simBox(2)
     const quota = {sessions: 1, slices: null, source: "the box's quota"}

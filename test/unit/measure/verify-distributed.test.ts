@@ -54,4 +54,18 @@ describe('verifyDistributed', () => {
     expect(thrown(() => requireRanks(access(1)))).toMatchObject({code: 'NOT_DISTRIBUTED', exit: 2})
     expect(requireRanks(access(2))).toBe(2)
   })
+
+  it("checks a spread session's ranks on other GPUs against the devices its parts recorded", () => {
+    const spread = {
+      container: {name: 'gpu-cosplay-quad', session: 'quad'},
+      session: {
+        plan: {ranks: {count: 3}},
+        mig: slot('MIG-a'),
+        spread: {ranksHere: 1, parts: [{gpuUuid: 'GPU-B', gpuIndex: 1, firstRank: 1, count: 2, devices: ['MIG-b', 'MIG-c']}]},
+      },
+    } as unknown as SessionAccess
+    const three = (last: string) => verifyDistributed(spread, report([rank(0, 'MIG-a'), rank(1, 'MIG-b'), rank(2, last)], {count: 3}))
+    expect(three('MIG-c').devicesMatch).toBe(true)
+    expect(three('MIG-a')).toMatchObject({devicesMatch: false, ok: false})
+  })
 })

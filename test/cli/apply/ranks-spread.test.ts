@@ -1,0 +1,175 @@
+/**
+ * up --count N over several GPUs of a simulated 8x H200: the ranks go where `plan --count` places them, one session
+ * (one name, listed once, ended whole) with a record on each GPU; all or nothing, and every crash point on any of its
+ * GPUs recovers, the commit between the parts and the first record included.
+ */
+import {readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {afterAll, describe, expect, it, jest} from '@jest/globals'
+
+import {killDuring} from '../support/crash-points.js'
+import {mpsEnv, mpsLog} from '../support/mps-sim.js'
+import {cleanupTemps, type Env, runCli, runJson, Sim} from '../support/run-cli.js'
+import {gpuState, mutatingCalls} from '../support/run-cli-async.js'
+
+jest.setTimeout(60_000)
+afterAll(cleanupTemps)
+
+/** four A6000s: two 3g.71gb slices fit on an H200, so they take two GPUs */
+const UP = ['up', 'a6000', '--count', '4', '--no-container', '--name', 'quad']
+
+function eightGpus(): {sim: Sim; env: Env; before: unknown[]} {
+  const sim = Sim.create('h200', 8)
+  const env = mpsEnv(sim)
+  return {sim, env, before: gpuState(sim)}
+}
+
+const bookOf = (env: Env, uuid: string) => join(env.GPU_COSPLAY_STATE_DIR!, 'gpus', `${uuid}.json`)
+
+describe('up a6000 --count 4 on an 8x H200', () => {
+  it('spreads as plan --count places it, lists the session once with every rank, and down restores every GPU', () => {
+    const {sim, env, before} = eightGpus()
+    const planned = runJson(['plan', 'a6000', '--count', '4'], env).json
+    expect(planned.ranks.gpus).toEqual([
+      {index: 0, ranks: 2},
+      {index: 1, ranks: 2},
+    ])
+    expect(planned.ranks.link.acrossGpus).toBe(true)
+
+    const up = runJson(UP, env)
+    expect(up.exitCode).toBe(0)
+    const r = up.json
+    expect(r.plan.ranks.gpus).toEqual(planned.ranks.gpus)
+    expect(r.ranks.map((k: any) => k.gpuIndex)).toEqual([0, 0, 1, 1])
+    const uuids = r.ranks.map((k: any) => k.uuid)
+    expect(new Set(uuids).size).toBe(4)
+    for (const u of uuids) expect(u).toMatch(/^MIG-/)
+    expect(r.env.CUDA_VISIBLE_DEVICES).toBe(uuids.join(','))
+    // the slices are where the ranks say: two 3g instances on each of GPUs 0 and 1, nothing elsewhere
+    const during = gpuState(sim) as {instances: unknown[]}[]
+    expect(during.map((g) => g.instances.length)).toEqual([2, 2, 0, 0, 0, 0, 0, 0])
+    expect(during.slice(2)).toEqual(before.slice(2))
+    // a daemon per rank on its own device, with the plan's limits
+    const daemons = mpsLog(sim).filter((c) => c.command === '-d')
+    expect(daemons.map((d) => d.cudaVisibleDevices).sort()).toEqual([...uuids].sort())
+    expect(new Set(r.ranks.map((k: any) => k.mpsPipe)).size).toBe(4)
+
+    const ps = runJson(['ps'], env).json
+    expect(ps.map((s: any) => s.name)).toEqual(['quad'])
+    expect(ps[0].ranks.map((k: any) => [k.uuid, k.gpuIndex])).toEqual(uuids.map((u: string, i: number) => [u, i < 2 ? 0 : 1]))
+    // status draws each GPU's slices as the session's
+    const status = runJson(['status'], env).json
+    expect(status.sessions.map((s: any) => s.name)).toEqual(['quad'])
+    const owners = status.gpus.slice(0, 2).flatMap((g: any) => g.instances.map((i: any) => i.owner))
+    expect(owners).toEqual(['quad', 'quad', 'quad', 'quad'])
+
+    const down = runJson(['down', 'quad'], env)
+    expect(down.exitCode).toBe(0)
+    expect(down.json.closed ?? down.json).toHaveLength(1)
+    expect(gpuState(sim)).toEqual(before)
+    expect(runJson(['ps'], env).json).toEqual([])
+    expect(mpsLog(sim).filter((c) => c.command === 'quit')).toHaveLength(4)
+  })
+
+  it('--host-gpu keeps the ranks on that GPU: four that never fit there are refused before anything changes', () => {
+    const {sim, env, before} = eightGpus()
+    sim.clearCalls()
+    const r = runJson([...UP, '--host-gpu', '3'], env)
+    expect([r.exitCode, r.json.error.code]).toEqual([3, 'TOO_MANY_RANKS'])
+    expect(mutatingCalls(sim)).toEqual([])
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it('places around what others hold: GPU 0 full, the ranks go to the GPUs with room', () => {
+    const {sim, env, before} = eightGpus()
+    expect(runJson(['up', 'a100-80g', '--no-container', '--name', 'whole', '--host-gpu', '0'], env).exitCode).toBe(0)
+    const r = runJson(UP, env)
+    expect(r.exitCode).toBe(0)
+    expect(r.json.plan.ranks.gpus).toEqual([
+      {index: 1, ranks: 2},
+      {index: 2, ranks: 2},
+    ])
+    expect(runCli(['down', 'quad', 'whole'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it('a killed up whose parts became active before the first record did is rolled back whole by the next command', () => {
+    const {sim, env, before} = eightGpus()
+    expect(runJson(UP, env).exitCode).toBe(0)
+    // the book as a kill -9 between the parts' commit and the first record's leaves it: the first record still starting,
+    // its process gone
+    const first = runJson(['ps'], env).json[0].gpuUuid
+    const file = bookOf(env, first)
+    const book = JSON.parse(readFileSync(file, 'utf8'))
+    Object.assign(book.sessions.quad, {phase: 'starting', pid: 2 ** 22 + 17})
+    writeFileSync(file, JSON.stringify(book))
+    const recovered = runJson(['recover'], env)
+    expect(recovered.exitCode).toBe(0)
+    expect(recovered.json.gpus.flatMap((g: any) => g.recovered)).toEqual(['quad', 'quad'])
+    expect(gpuState(sim)).toEqual(before)
+    expect(mpsLog(sim).filter((c) => c.command === 'quit')).toHaveLength(4)
+    expect(runJson(['ps'], env).json).toEqual([])
+  })
+
+  it('a part that no first record claims (its session ended, the name taken again) is rolled back by the next command', () => {
+    const {sim, env, before} = eightGpus()
+    const up = runJson(UP, env).json
+    const file = bookOf(env, up.hostGpu.uuid)
+    const book = JSON.parse(readFileSync(file, 'utf8'))
+    book.sessions.quad.createdAt = new Date(Date.parse(book.sessions.quad.createdAt) + 1).toISOString()
+    writeFileSync(file, JSON.stringify(book))
+    const recovered = runJson(['recover'], env)
+    expect(recovered.json.gpus.map((g: any) => g.recovered)).toEqual(expect.arrayContaining([['quad'], []]))
+    expect(recovered.json.gpus.flatMap((g: any) => g.recovered)).toEqual(['quad'])
+    expect((gpuState(sim) as {instances: unknown[]}[]).map((g) => g.instances.length)).toEqual([2, 0, 0, 0, 0, 0, 0, 0])
+    expect(runCli(['down', 'quad'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it("kill -9 while down ends the second GPU's part: recover finishes it", async () => {
+    const {sim, env, before} = eightGpus()
+    expect(runJson(UP, env).exitCode).toBe(0)
+    await killDuring(sim, env, ['down', 'quad'], ['mig', '-i', '1', '-gi', '1', '-ci', '0', '-dci'], 'hang')
+    expect(runJson(['recover'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+    expect(runJson(['ps'], env).json).toEqual([])
+  })
+})
+
+describe('kill -9 during a spread up --count 4, then recover', () => {
+  const {sim, env} = eightGpus()
+  sim.clearCalls()
+  if (runCli(UP, env).exitCode !== 0) throw new Error('clean run failed')
+  const points = mutatingCalls(sim)
+  runCli(['down', 'quad'], env)
+  const cases = points.flatMap((call, i) => {
+    const nth = points.slice(0, i + 1).filter((c) => c.join(' ') === call.join(' ')).length
+    return (['hang', 'hang-after'] as const).map((action) => [`${call.join(' ')} #${nth}`, action, call, nth] as const)
+  })
+
+  it('has crash points on both GPUs', () => {
+    const gpus = new Set(points.map((c) => c[c.indexOf('-i') + 1]))
+    expect(gpus).toEqual(new Set(['0', '1']))
+    expect(points.filter((c) => c.includes('-cgi'))).toHaveLength(4)
+  })
+
+  it.each(cases)(
+    'killed in "%s" (%s): recover rolls the whole session back on every GPU',
+    async (_label, action, call, nth) => {
+      const host = eightGpus()
+      await killDuring(host.sim, host.env, UP, call, action, nth)
+      const recovered = runJson(['recover'], host.env)
+      expect(recovered.exitCode).toBe(0)
+      expect(recovered.json.gpus.flatMap((g: any) => g.recovered).every((n: string) => n === 'quad')).toBe(true)
+      expect(gpuState(host.sim)).toEqual(host.before)
+      expect(runJson(['ps'], host.env).json).toEqual([])
+      const started = mpsLog(host.sim).filter((c) => c.command === '-d').length
+      expect(mpsLog(host.sim).filter((c) => c.command === 'quit').length).toBe(started)
+      expect(runCli(UP, host.env).exitCode).toBe(0)
+      expect(runCli(['down', 'quad'], host.env).exitCode).toBe(0)
+      expect(gpuState(host.sim)).toEqual(host.before)
+    },
+    60_000,
+  )
+})
