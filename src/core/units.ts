@@ -1,14 +1,4 @@
 /** Unit conversions. Marketing "GB" is decimal; nvidia-smi and the CUDA runtime count binary MiB/GiB. */
-export const MIB_PER_GIB = 1024
-export const BYTES_PER_MIB = 1024 * 1024
-
-export function gibToMib(gib: number): number {
-  return Math.round(gib * MIB_PER_GIB)
-}
-
-export function mibToGib(mib: number): number {
-  return mib / MIB_PER_GIB
-}
 
 export function round(value: number, digits = 1): number {
   const f = 10 ** digits

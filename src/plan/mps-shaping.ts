@@ -2,11 +2,12 @@
  * NVIDIA MPS shapes a session inside its own slice: `set_default_active_thread_percentage P` caps the SMs
  * its clients may use (a ceiling, not a reservation; inside a private MIG slice that is the same thing).
  *
- * The model, measured on an H200 (132 SMs, driver 580.159.04, P = 1..100; README "How MPS percentages map to
- * SMs", bench/gpu/mps_sweep.py): the driver rounds P% of the S SMs DOWN to whole TPCs (2 SMs on Volta and later),
- * and on the whole GPU never gives fewer than 8 SMs (P = 1..7 all gave 8): P% gives min(S, max(F, 2 x floor(P x S
- * / 200))) with F = 8 there. Inside a MIG slice nothing was measured (that needs MIG turned on); there F is
- * assumed to be one TPC, so a small target keeps its small slice instead of a guessed floor pushing it elsewhere.
+ * The model, measured on an H200 (132 SMs, driver 580.159.04, P = 1..100; docs/shared-box.md "How MPS percentages
+ * map to SMs", bench/gpu/mps_sweep.py): the driver rounds P% of the S SMs DOWN to whole TPCs (2 SMs on Volta and
+ * later), and on the whole GPU never gives fewer than 8 SMs (P = 1..7 all gave 8): P% gives
+ * min(S, max(F, 2 x floor(P x S / 200))) with F = 8 there. Inside a MIG slice nothing was measured (that needs MIG
+ * turned on); there F is assumed to be one TPC, so a small target keeps its small slice instead of a guessed floor
+ * pushing it elsewhere.
  */
 export const SMS_PER_TPC = 2
 /** the fewest SMs an MPS client got on a whole (MIG-less) H200 */

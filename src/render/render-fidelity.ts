@@ -20,7 +20,7 @@ function match(m: MatchRow | null, digits = 1): string[] {
 }
 
 /**
- * docs/fidelity.md (and the README's measured-figures section): markdown between markers, made by `npm run fidelity`
+ * docs/fidelity.md (the README and docs/fidelity-and-verify.md link to it): markdown between markers, made by `npm run fidelity`
  * from the catalog and the GPU fixtures, so the tables cannot drift from the data.
  */
 export function renderFidelity(r: FidelityReport): string {

@@ -1,8 +1,8 @@
 /**
- * A box set up the way README's "Shared box" says: gpu-cosplay installed for the whole box from the tarball `npm pack`
- * makes (npm install -g, root-owned, under its own prefix here), then `system install`; two members of the group who
- * are not in the docker group and have no sudo rule of their own. The GPU is the simulator, behind a root-owned wrapper
- * that names its state (the engine's environment is root's, not the test's).
+ * A box set up the way docs/shared-box.md's "Shared box" says: gpu-cosplay installed for the whole box from the
+ * tarball `npm pack` makes (npm install -g, root-owned, under its own prefix here), then `system install`; two members
+ * of the group who are not in the docker group and have no sudo rule of their own. The GPU is the simulator, behind a
+ * root-owned wrapper that names its state (the engine's environment is root's, not the test's).
  */
 import {spawn, spawnSync} from 'node:child_process'
 import {chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'

@@ -46,7 +46,7 @@ const CLOCKS: SettingAccess = {
   kind: 'lock-clocks',
   setting: 'clocks',
   label: 'clock lock',
-  // nvidia-smi cannot show an existing -lgc lock; we assume none and restore with -rgc (README says so).
+  // nvidia-smi cannot show an existing -lgc lock; we assume none and restore with -rgc (docs/shared-box.md says so).
   read: () => null,
   write: (gpu, index, value) => (value === null ? gpu.resetClocks(index) : gpu.lockClocks(index, value as number)),
 }

@@ -85,7 +85,7 @@ describe('leave one out: each measured card estimated as if it had no measuremen
 
   // The issue asks for 10% (FP32) and 20% (tensor) on every card. The published rows do not allow that for FP32: the
   // RTX 4060 and 4060 Ti rows measure 52-55% of FP32 datasheet where their siblings measure 66-70%, the T4 rows 54%
-  // (achieved-model.ts lists the misses). These are the counts the model reaches (README and docs/fidelity.md show the
+  // (achieved-model.ts lists the misses). These are the counts the model reaches (docs/fidelity.md shows the
   // table); a change that loses any fails here.
   it('lands within 10% FP32 on at least 22 of the 29 cards, and within 20% tensor on all 28', () => {
     const fp32 = rows.filter((r) => r.fp32 !== null)

@@ -75,7 +75,12 @@ describe('privilegesCheck: GPU_COSPLAY_SUDO is gone (up and down use passwordles
   it('no message outside the lead-owned files recommends GPU_COSPLAY_SUDO', () => {
     const offenders = sourceFiles('src')
       .filter((file) => !file.startsWith('src/apply/') && file !== 'src/commands/support/resolve-plan-host.ts')
-      .concat(['README.md'])
+      .concat([
+        'README.md',
+        ...readdirSync('docs')
+          .filter((name) => name.endsWith('.md'))
+          .map((name) => `docs/${name}`),
+      ])
       .filter((file) => readFileSync(file, 'utf8').includes('GPU_COSPLAY_SUDO'))
     expect(offenders).toEqual([])
   })
