@@ -64,7 +64,10 @@ export function sliceOf(mig: {profile: string; gpuInstanceId: number | null}): s
 function slicesOf(mig: {profile: string; gpuInstanceId: number | null}, ranks: SessionView['ranks']): string {
   if (!ranks) return sliceOf(mig)
   const ids = ranks.map((r) => r.gpuInstanceId)
-  return ids.every((id) => id !== null) ? `${ranks.length} x ${mig.profile} GI ${ids.join(',')}` : `${ranks.length} x ${mig.profile} (not all created)`
+  // spread over several GPUs: each instance as GPU:GI
+  const spread = new Set(ranks.map((r) => r.gpuIndex)).size > 1
+  const named = ranks.map((r) => (spread ? `${r.gpuIndex}:${r.gpuInstanceId}` : String(r.gpuInstanceId)))
+  return ids.every((id) => id !== null) ? `${ranks.length} x ${mig.profile} GI ${named.join(',')}` : `${ranks.length} x ${mig.profile} (not all created)`
 }
 
 function stateOf(s: SessionView): string {

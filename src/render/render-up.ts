@@ -6,13 +6,17 @@ import {shellQuote} from '../export/shell-words.js'
 export function renderUp(r: UpResult): string {
   const slice = r.mig ? `MIG ${r.mig.profile} (GI ${r.mig.gpuInstanceId}, CI ${r.mig.computeInstanceId}) ${r.mig.uuid}` : 'whole GPU'
   const power = r.powerLimitW === null ? 'as found' : `${r.powerLimitW} W`
+  const spread = new Set((r.ranks ?? []).map((k) => k.gpuIndex)).size > 1
   const lines = [
-    `Session ${r.name}: ${r.target.name} on GPU ${r.hostGpu.index}`,
+    `Session ${r.name}: ${r.target.name} on ${gpusOf(r)}`,
     `  slice:  ${slice}`,
     ...(r.ranks
       ? [
           `  ranks:  ${r.ranks.length} devices, each wearing the costume with its own slice and MPS daemon:`,
-          ...r.ranks.map((k) => `    cuda:${k.rank}  ${k.uuid}${k.gpuInstanceId === null ? '' : ` (GI ${k.gpuInstanceId}, CI ${k.computeInstanceId})`}`),
+          ...r.ranks.map(
+            (k) =>
+              `    cuda:${k.rank}  ${k.uuid}${k.gpuInstanceId === null ? '' : ` (GI ${k.gpuInstanceId}, CI ${k.computeInstanceId})`}${spread ? ` on GPU ${k.gpuIndex}` : ''}`,
+          ),
           `  link:   ${r.plan.ranks!.link.note}`,
         ]
       : []),
@@ -51,4 +55,10 @@ function renderContainer(c: UpContainer, session: string): string[] {
       ...c.connect.sshConfig.split('\n').map((l) => `  ${l}`),
     )
   return lines
+}
+
+/** The GPU the session is on, or (up --count N spread) each GPU its ranks are on. */
+function gpusOf(r: UpResult): string {
+  const gpus = [...new Set((r.ranks ?? []).map((k) => k.gpuIndex))]
+  return gpus.length > 1 ? `GPUs ${gpus.join(', ')}` : `GPU ${r.hostGpu.index}`
 }

@@ -58,11 +58,13 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     const ps = runJson(['ps'], env).json
     expect(ps.map((s: any) => s.name)).toEqual(['quad'])
     expect(ps[0].ranks.map((k: any) => [k.uuid, k.gpuIndex])).toEqual(uuids.map((u: string, i: number) => [u, i < 2 ? 0 : 1]))
-    // status draws each GPU's slices as the session's
+    // status (and metrics, which serve what status reads) list it once, and draw each GPU's slices as the session's
     const status = runJson(['status'], env).json
     expect(status.sessions.map((s: any) => s.name)).toEqual(['quad'])
     const owners = status.gpus.slice(0, 2).flatMap((g: any) => g.instances.map((i: any) => i.owner))
     expect(owners).toEqual(['quad', 'quad', 'quad', 'quad'])
+
+    expect(runCli(['ps'], env).stdout).toMatch(/quad .* 4 x 3g\.71gb GI 0:\d+,0:\d+,1:\d+,1:\d+ /)
 
     const down = runJson(['down', 'quad'], env)
     expect(down.exitCode).toBe(0)
@@ -70,6 +72,14 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     expect(gpuState(sim)).toEqual(before)
     expect(runJson(['ps'], env).json).toEqual([])
     expect(mpsLog(sim).filter((c) => c.command === 'quit')).toHaveLength(4)
+  })
+
+  it('says in text which GPU each rank is on', () => {
+    const {env} = eightGpus()
+    const text = runCli(UP, env).stdout
+    expect(text).toContain('Session quad: NVIDIA RTX A6000 on GPUs 0, 1')
+    expect(text).toMatch(/cuda:3 +MIG-\S+ \(GI \d+, CI \d+\) on GPU 1/)
+    expect(runCli(['down', 'quad'], env).exitCode).toBe(0)
   })
 
   it('--host-gpu keeps the ranks on that GPU: four that never fit there are refused before anything changes', () => {
