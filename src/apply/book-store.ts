@@ -104,49 +104,18 @@ export async function withBook<T>(
   options: WithBookOptions = {},
 ): Promise<T> {
   return withGpuLock(deps.stateDir, gpu.uuid, async (lock) => {
-    const file = bookPath(deps.stateDir, gpu.uuid)
-    const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw', lock)
-    // every write (each journal step, the final save) first checks that the lock is still ours: a holder paused past
-    // the stale time and taken over must not write its stale copy over the new holder's
-    const persist = () => {
-      lock.assertHeld()
-      writeBook(file, book)
-    }
-    const index = gpu.index ?? indexInThisBoot(book, deps.bootId)
-    const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migExpected: options.migExpected, index})
-    const reading = probe()
-    options.onReadStarted?.()
-    let live = await reading
-    const before = Object.keys(book.sessions)
-    const notes = forgetIfRebooted(book, deps.bootId)
-    if (deps.bootId !== null) book.bootId = deps.bootId
-    const lostToReboot = before.filter((n) => !(n in book.sessions))
-    const recovery = await recoverAbandoned(deps, book, live, persist, (s) => isSessionPart(s) && !firstRecordActive(deps.stateDir, s as SessionRecord))
-    notes.push(...recovery.notes)
-    if (recovery.recovered.length > 0) live = await probe()
-    if (movedAside) notes.push(`the damaged journal was moved to ${movedAside}`)
-
-    const open: OpenBook = {
-      book,
-      live,
-      persist,
-      recovered: [...lostToReboot, ...recovery.recovered],
-      notes,
-      movedAside,
-      contextFor: (session) => stepContext(deps.gpu, book, session, live),
-    }
+    const open = await openBook(deps, gpu, lock, options)
     const result = await act(open)
-    const settle = {gpu: deps.gpu, book, notes, live: open.live}
-    await settleUnheldLeases(settle)
-    persist()
+    await closeBook(deps, open)
     return result
   })
 }
 
 /**
  * Several GPUs' books open at once (a session spread over them): their locks taken one by one in the order of their
- * UUIDs, the one order every process takes them in, so two such calls never wait on each other in a circle. The
- * books come to `act` in the order given.
+ * UUIDs, the one order every process takes them in, so two such calls never wait on each other in a circle; then,
+ * with every lock held, the books read and brought up to date side by side (one GPU read's time, not N). The books
+ * come to `act` in the order given.
  */
 export async function withBooks<T>(
   deps: BookStoreDeps,
@@ -155,20 +124,65 @@ export async function withBooks<T>(
   options: (gpu: {readonly uuid: string}) => WithBookOptions = () => ({}),
 ): Promise<T> {
   const ordered = [...gpus].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
-  const opened = new Map<string, OpenBook>()
-  const next = async (i: number): Promise<T> => {
-    if (i === ordered.length) return act(gpus.map((g) => opened.get(g.uuid)!))
-    return withBook(
-      deps,
-      ordered[i],
-      (open) => {
-        opened.set(ordered[i].uuid, open)
-        return next(i + 1)
-      },
-      options(ordered[i]),
-    )
+  const locks: HeldLock[] = []
+  const lockFrom = async (i: number): Promise<T> => {
+    if (i < ordered.length) {
+      return withGpuLock(deps.stateDir, ordered[i].uuid, (lock) => {
+        locks[i] = lock
+        return lockFrom(i + 1)
+      })
+    }
+    const opened = await Promise.all(ordered.map((gpu, k) => openBook(deps, gpu, locks[k], options(gpu))))
+    const result = await act(gpus.map((gpu) => opened[ordered.indexOf(gpu)]))
+    for (const open of opened) await closeBook(deps, open)
+    return result
   }
-  return next(0)
+  return lockFrom(0)
+}
+
+/** Under the GPU's lock: its book read, the GPU read, what a reboot voided dropped, what dead processes left rolled back. */
+async function openBook(
+  deps: BookStoreDeps,
+  gpu: {readonly uuid: string; readonly name: string; readonly index?: number},
+  lock: HeldLock,
+  options: WithBookOptions,
+): Promise<OpenBook> {
+  const file = bookPath(deps.stateDir, gpu.uuid)
+  const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw', lock)
+  // every write (each journal step, the final save) first checks that the lock is still ours: a holder paused past
+  // the stale time and taken over must not write its stale copy over the new holder's
+  const persist = () => {
+    lock.assertHeld()
+    writeBook(file, book)
+  }
+  const index = gpu.index ?? indexInThisBoot(book, deps.bootId)
+  const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migExpected: options.migExpected, index})
+  const reading = probe()
+  options.onReadStarted?.()
+  let live = await reading
+  const before = Object.keys(book.sessions)
+  const notes = forgetIfRebooted(book, deps.bootId)
+  if (deps.bootId !== null) book.bootId = deps.bootId
+  const lostToReboot = before.filter((n) => !(n in book.sessions))
+  const recovery = await recoverAbandoned(deps, book, live, persist, (s) => isSessionPart(s) && !firstRecordActive(deps.stateDir, s as SessionRecord))
+  notes.push(...recovery.notes)
+  if (recovery.recovered.length > 0) live = await probe()
+  if (movedAside) notes.push(`the damaged journal was moved to ${movedAside}`)
+  return {
+    book,
+    live,
+    persist,
+    recovered: [...lostToReboot, ...recovery.recovered],
+    notes,
+    movedAside,
+    contextFor: (session) => stepContext(deps.gpu, book, session, live),
+  }
+}
+
+/** After the caller acted: GPU-wide settings nobody holds any more put back, and the book saved. */
+async function closeBook(deps: BookStoreDeps, open: OpenBook): Promise<void> {
+  await settleUnheldLeases({gpu: deps.gpu, book: open.book, notes: open.notes, live: open.live})
+  open.persist()
 }
 
 /**
