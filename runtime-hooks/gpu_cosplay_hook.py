@@ -641,6 +641,8 @@ def patch_pynvml(nv):
 
     wrap("nvmlDeviceGetName", make_name)
     wrap("nvmlDeviceGetMemoryInfo", make_mem)
+    if st.ranks is not None:
+        _patch_pynvml_ranks(nv, st.ranks.devices, wrap)
 
     # Under MPS the session's CUDA programs are MPS clients: NVML's compute list shows the MPS server, the clients
     # are in the MPS list. Tools that read only the compute list (gpustat, older nvitop) then see the clients too.
@@ -686,6 +688,41 @@ def patch_pynvml(nv):
                    "nvmlDeviceGetEnforcedPowerLimit"):
             wrap(fn, make_const)
         wrap("nvmlDeviceGetPowerManagementLimitConstraints", make_constraints)
+
+
+def _patch_pynvml_ranks(nv, devices, wrap):
+    """Several cosplayed devices: NVML ignores CUDA_VISIBLE_DEVICES and counts the parent GPU(s), so the count is the
+    session's N and index i is rank i's device, looked up by its uuid (a MIG uuid gives the MIG device's handle, whose
+    memory is the slice's); where that lookup fails, the parent GPU stands in. Best effort: a tool that asks a MIG
+    handle what only a whole GPU has (utilisation, clocks) gets NVML's NotSupported, as on MIG anyway."""
+    by_uuid = getattr(nv, "nvmlDeviceGetHandleByUUID", None)
+
+    def make_count(orig):
+        def nvmlDeviceGetCount(*a, **kw):
+            orig(*a, **kw)  # keep its errors (not initialised)
+            return len(devices)
+        return nvmlDeviceGetCount
+
+    def make_by_index(orig):
+        def nvmlDeviceGetHandleByIndex(index, *a, **kw):
+            try:
+                i = int(index)
+            except Exception:
+                return orig(index, *a, **kw)
+            if not 0 <= i < len(devices):
+                return orig(index, *a, **kw)
+            uuid = devices[i]["uuid"]
+            if by_uuid is not None:
+                for arg in (uuid, uuid.encode()):  # older nvidia-ml-py hands it to a c_char_p: bytes only
+                    try:
+                        return by_uuid(arg)
+                    except Exception as exc:
+                        _debug("nvml handle of %s: %r" % (uuid, exc))
+            return orig(0, *a, **kw)  # MIG slices of one GPU, or MPS shares of it: the parent GPU stands in
+        return nvmlDeviceGetHandleByIndex
+
+    wrap("nvmlDeviceGetCount", make_count)
+    wrap("nvmlDeviceGetHandleByIndex", make_by_index)
 
 
 # --------------------------------------------------------------------------------------------- ranks

@@ -333,6 +333,37 @@ class RanksNcclTest(unittest.TestCase):
         self.assertIsNone(run_json(self, self.PROBE, dict(SESSION, STUB_TORCH_NCCL="2.30.1", GPU_COSPLAY_RANKS=json.dumps(RANKS[:1])))["v"])
 
 
+class PynvmlRanksTest(unittest.TestCase):
+    PROBE = """
+import pynvml
+pynvml.nvmlInit()
+out = {'count': pynvml.nvmlDeviceGetCount()}
+hs = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(out['count'])]
+out['handles'] = [list(h) for h in hs]
+out['names'] = [pynvml.nvmlDeviceGetName(h) for h in hs]
+out['names'] = [n.decode() if isinstance(n, bytes) else n for n in out['names']]
+out['totals'] = [pynvml.nvmlDeviceGetMemoryInfo(h).total for h in hs]
+"""
+    UUIDS = ",".join(r["uuid"] for r in RANKS)
+
+    def test_the_count_is_the_sessions_and_index_i_is_rank_is_device(self):
+        out = run_json(self, self.PROBE, dict(SESSION, STUB_PYNVML_UUIDS=self.UUIDS))
+        self.assertEqual(out["count"], 2)
+        self.assertEqual(out["handles"], [["uuid", RANKS[0]["uuid"]], ["uuid", RANKS[1]["uuid"]]])
+        self.assertEqual(out["names"], ["NVIDIA GeForce RTX 3090"] * 2)
+        self.assertEqual(out["totals"], [24576 * MIB] * 2)
+        # an nvidia-ml-py that takes bytes only
+        out = run_json(self, self.PROBE, dict(SESSION, STUB_PYNVML_UUIDS=self.UUIDS, STUB_PYNVML_BYTES="1"))
+        self.assertEqual(out["handles"], [["uuid", RANKS[0]["uuid"]], ["uuid", RANKS[1]["uuid"]]])
+        # an NVML that does not know the uuids: the parent GPU stands in
+        out = run_json(self, self.PROBE, SESSION)
+        self.assertEqual(out["handles"], [["handle", 0], ["handle", 0]])
+
+    def test_without_ranks_the_count_is_nvmls(self):
+        out = run_json(self, self.PROBE, {"STUB_PYNVML_UUIDS": RANKS[0]["uuid"]})
+        self.assertEqual([out["count"], out["handles"]], [1, [["handle", 0]]])
+
+
 class NcclEnvTest(unittest.TestCase):
     def test_only_from_230_and_never_over_the_users_value(self):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "runtime-hooks"))
