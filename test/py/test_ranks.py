@@ -364,6 +364,20 @@ out['totals'] = [pynvml.nvmlDeviceGetMemoryInfo(h).total for h in hs]
         self.assertEqual([out["count"], out["handles"]], [1, [["handle", 0]]])
 
 
+class BenchRanksTest(unittest.TestCase):
+    """runtime-hooks/bench_ranks.py (npm run bench) runs with the mapping on and times every op it lists; no timing
+    is asserted."""
+
+    def test_it_runs_with_the_mapping_active(self):
+        p = subprocess.run([sys.executable, os.path.join(HOOKS, "bench_ranks.py"), "--stub", STUBS, "--loops", "3"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr.decode() + p.stdout.decode())
+        stub = json.loads(p.stdout)["stub"]
+        self.assertEqual([stub["mappingActive"], stub["errors"]], [True, []])
+        self.assertEqual(len(stub["rows"]), 8)
+        self.assertTrue(all(isinstance(r["mappingAddsNs"], float) for r in stub["rows"]), stub["rows"])
+
+
 class NcclEnvTest(unittest.TestCase):
     def test_only_from_230_and_never_over_the_users_value(self):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "runtime-hooks"))
