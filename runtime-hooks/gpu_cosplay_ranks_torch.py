@@ -21,7 +21,8 @@ from an int or a torch.device (torch hands real indices back: tensor.device is t
 a "cuda:i" string and set_device(i) are what a script writes, so there 0 on rank k != 0 is refused.
 
 Not mapped: a torch.device object's own index as the program reads it back (0 on every rank), devices given to C++
-functions other than the factories (tensor.new_zeros(device=), torch.Generator(device=)).
+functions other than the factories (tensor.new_zeros(device=), torch.Generator(device=), the device
+torch.set_default_device's own mode hands to C++).
 """
 import sys
 import threading
