@@ -99,6 +99,9 @@ for (const [path, counts] of Object.entries(smiCounts)) {
 console.log(JSON.stringify({runs: RUNS, results: rows, smiCalls: smiCounts}))
 rmSync(dir, {recursive: true, force: true})
 
+// what the ordinal mapping of up --count N adds per torch call, and what a TorchFunctionMode would
+await import('./ranks.mjs')
+
 // ls, info and plan --on next to the Python original (skipped unless GPU_COSPLAY_PY_ORIGINAL points at a checkout)
 await import('./startup.mjs')
 

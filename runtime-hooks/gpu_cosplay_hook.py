@@ -14,11 +14,6 @@ import os
 import sys
 
 _MARK = "__gpu_cosplay_wrapped__"
-_RANKS_MARK = "__gpu_cosplay_ranks__"
-# set while a rank wrapper's original runs: what it calls gets the ordinal already mapped
-import threading as _threading  # noqa: E402
-
-_RANKS_CALL = _threading.local()
 _STATE_ATTR = "_gpu_cosplay_hook_state"  # kept on the sys module so a reload sees it
 _WATCH = ("torch", "pynvml")
 _ALLOC_CONF_MIN_TORCH = (2, 10)  # first release with per_process_memory_fraction in the allocator config
@@ -52,6 +47,7 @@ class _State(object):
         self.report_written = False
         self.alloc_conf = None
         self.ranks = None  # up --count N: gpu_cosplay_ranks.Ranks; None for one device
+        self.other_rank = None  # with ranks, once torch is patched: device -> another rank's ordinal, else None
 
 
 def state():
@@ -306,11 +302,16 @@ def _device_index(torch, device):
         return 0
 
 
+def _phys_for(st, idx):
+    """The physical total behind ordinal idx: with several ranks every ordinal a process may use is its one device."""
+    return st.phys_total.get(0 if st.ranks is not None else idx)
+
+
 def _cap_for(st, idx):
     """What torch's allocator may hold on device idx (bytes): the costume's cap, never more than the physical memory.
     Under MPS it is the pinned limit, so the hook never lets through more than the driver's hard limit."""
     cap = st.contract.alloc_cap_bytes
-    phys = st.phys_total.get(idx)
+    phys = _phys_for(st, idx)
     if phys:
         return min(cap, phys)
     return cap
@@ -319,7 +320,7 @@ def _cap_for(st, idx):
 def _total_for(st, idx):
     """What CUDA reports as the total on the card (bytes), its VRAM less the driver's reserve; never above physical."""
     total = st.contract.cuda_total_bytes
-    phys = st.phys_total.get(idx)
+    phys = _phys_for(st, idx)
     if phys:
         return min(total, phys)
     return total
@@ -348,6 +349,12 @@ def _cuda_post_init(torch):
                     st.fraction[idx] = frac
             except Exception as exc:
                 _note_error("set fraction dev %d" % idx, exc)
+        if st.ranks is not None:
+            # torch's seeding and RNG state index the generators by current_device() and range(device_count()), which
+            # say the session's ordinals: every one of them is this process's one generator
+            gens = getattr(torch.cuda, "default_generators", None)
+            if isinstance(gens, tuple) and len(gens) == 1:
+                torch.cuda.default_generators = gens * st.ranks.count
     except Exception as exc:
         _note_error("cuda post-init", exc)
 
@@ -411,14 +418,24 @@ def patch_torch(torch):
         except Exception as exc:
             _note_error("wrap " + name, exc)
 
+    def other_rank(device):
+        # several ranks: another rank's ordinal (any, before this process's rank settles) is answered without the
+        # driver, as the costume of a card this process cannot reach; None otherwise
+        return st.other_rank(device) if st.other_rank is not None else None
+
     def make_get_device_name(orig):
         def get_device_name(device=None):
-            orig(device)  # keep the original's errors (no CUDA, bad index)
+            if other_rank(device) is None:
+                orig(device)  # keep the original's errors (no CUDA, bad index)
             return c.name
         return get_device_name
 
     def make_get_device_properties(orig):
         def get_device_properties(device=None):
+            other = other_rank(device)
+            if other is not None:  # the shape of its own device's properties, under the costume
+                st.ranks.settle()
+                return _DevicePropsProxy(orig(st.ranks.rank), c.name, _total_for(st, other))
             real = orig(device)
             idx = _device_index(torch, device)
             return _DevicePropsProxy(real, c.name, _total_for(st, idx))
@@ -440,6 +457,9 @@ def patch_torch(torch):
 
     def make_mem_get_info(orig):
         def mem_get_info(device=None):
+            other = other_rank(device)
+            if other is not None:  # another rank's slice is out of this process's reach: as if nothing used it
+                return _cap_for(st, other), _total_for(st, other)
             free, total = orig(device)
             if not st.phys_total:
                 _cuda_post_init(torch)
@@ -450,7 +470,7 @@ def patch_torch(torch):
         def set_per_process_memory_fraction(fraction, device=None):
             # The user thinks in target memory: a fraction of what the card reports, never past the allocator cap.
             idx = _device_index(torch, device)
-            phys = st.phys_total.get(idx)
+            phys = _phys_for(st, idx)
             if phys:
                 fraction = min(float(fraction) * _total_for(st, idx), _cap_for(st, idx)) / float(phys)
             return orig(fraction, device)
@@ -497,7 +517,7 @@ def patch_torch(torch):
     _install_lazy_hook(torch)
     if st.ranks is not None:
         try:
-            patch_torch_ranks(torch, st)
+            _patch_torch_ranks(torch, st)
         except Exception as exc:
             _note_error("ranks torch", exc)
     try:
@@ -621,6 +641,8 @@ def patch_pynvml(nv):
 
     wrap("nvmlDeviceGetName", make_name)
     wrap("nvmlDeviceGetMemoryInfo", make_mem)
+    if st.ranks is not None:
+        _patch_pynvml_ranks(nv, st.ranks.devices, wrap)
 
     # Under MPS the session's CUDA programs are MPS clients: NVML's compute list shows the MPS server, the clients
     # are in the MPS list. Tools that read only the compute list (gpustat, older nvitop) then see the clients too.
@@ -668,10 +690,47 @@ def patch_pynvml(nv):
         wrap("nvmlDeviceGetPowerManagementLimitConstraints", make_constraints)
 
 
+def _patch_pynvml_ranks(nv, devices, wrap):
+    """Several cosplayed devices: NVML ignores CUDA_VISIBLE_DEVICES and counts the parent GPU(s), so the count is the
+    session's N and index i is rank i's device, looked up by its uuid (a MIG uuid gives the MIG device's handle, whose
+    memory is the slice's); where that lookup fails, the parent GPU stands in. Best effort: a tool that asks a MIG
+    handle what only a whole GPU has (utilisation, clocks) gets NVML's NotSupported, as on MIG anyway."""
+    by_uuid = getattr(nv, "nvmlDeviceGetHandleByUUID", None)
+
+    def make_count(orig):
+        def nvmlDeviceGetCount(*a, **kw):
+            orig(*a, **kw)  # keep its errors (not initialised)
+            return len(devices)
+        return nvmlDeviceGetCount
+
+    def make_by_index(orig):
+        def nvmlDeviceGetHandleByIndex(index, *a, **kw):
+            try:
+                i = int(index)
+            except Exception:
+                return orig(index, *a, **kw)
+            if not 0 <= i < len(devices):
+                return orig(index, *a, **kw)
+            uuid = devices[i]["uuid"]
+            if by_uuid is not None:
+                for arg in (uuid, uuid.encode()):  # older nvidia-ml-py hands it to a c_char_p: bytes only
+                    try:
+                        return by_uuid(arg)
+                    except Exception as exc:
+                        _debug("nvml handle of %s: %r" % (uuid, exc))
+            return orig(0, *a, **kw)  # MIG slices of one GPU, or MPS shares of it: the parent GPU stands in
+        return nvmlDeviceGetHandleByIndex
+
+    wrap("nvmlDeviceGetCount", make_count)
+    wrap("nvmlDeviceGetHandleByIndex", make_by_index)
+
+
 # --------------------------------------------------------------------------------------------- ranks
 
 def _narrow_to_rank(st):
-    """up --count N: read the session's devices; a process a launcher named (LOCAL_RANK) is narrowed at once."""
+    """up --count N: read the session's devices; a process a launcher named (LOCAL_RANK) is narrowed at once, one a
+    parent narrowed (GPU_COSPLAY_RANK) provisionally. The torch mapping is imported now, while this folder is surely on
+    sys.path (site/sitecustomize.py takes it off again)."""
     try:
         import gpu_cosplay_ranks
         ranks, why = gpu_cosplay_ranks.parse()
@@ -679,183 +738,24 @@ def _narrow_to_rank(st):
             _note_error("ranks", ValueError(why))
         if ranks is None:
             return
+        import gpu_cosplay_ranks_torch  # noqa: F401
         st.ranks = ranks
-        rank = gpu_cosplay_ranks.initial_rank(ranks)
-        if rank is not None:
-            ranks.choose(rank)
+        why = gpu_cosplay_ranks.initial_rank(ranks)
+        if why:
+            _note_error("ranks", ValueError(why))
     except Exception as exc:
         _note_error("ranks", exc)
 
 
-def patch_torch_ranks(torch, st):
-    """Ordinals mapped onto the one device this process sees: device_count() is the session's, set_device(i) and
-    torch.cuda.device(i) choose rank i (or refuse another rank's), and CUDA starting with none chosen takes rank 0."""
+def _patch_torch_ranks(torch, st):
+    """The ordinal mapping (gpu_cosplay_ranks_torch), and NCCL told to run several ranks on one GPU where it can."""
     import gpu_cosplay_ranks
-    ranks = st.ranks
-    cuda = torch.cuda
-    OtherRanksDevice = gpu_cosplay_ranks.OtherRanksDevice
-
-    def local(device):
-        # a wrapper's original calling another wrapped function (get_device_name -> get_device_properties) with the
-        # ordinal already mapped: mapped once only
-        if getattr(_RANKS_CALL, "inside", False):
-            return device
-        ordinal = gpu_cosplay_ranks.ordinal_of(device, ranks.rank)
-        if ordinal is None or ordinal < 0:
-            return device
-        try:
-            return ranks.local_index(ordinal)
-        except OtherRanksDevice as exc:
-            raise RuntimeError(str(exc))
-
-    def wrap(name, make):
-        # over the costume's own wrappers (they answer for the one device this process sees), once
-        orig = getattr(cuda, name, None)
-        if orig is None or getattr(orig, _RANKS_MARK, False):
-            return
-        new = make(orig)
-        setattr(new, _RANKS_MARK, True)
-        st.orig.setdefault(name, getattr(orig, "__wrapped__", orig))
-        setattr(cuda, name, new)
-        _replace_everywhere("torch.cuda", name, orig, new)
-
-    def make_lazy_init(orig):
-        def _lazy_init(*a, **kw):
-            if ranks.rank is None and not _initialized(cuda):
-                ranks.choose(0)
-            return orig(*a, **kw)
-        return _lazy_init
-
-    def mapped_call(orig, device, *a, **kw):
-        target = local(device)
-        if getattr(_RANKS_CALL, "inside", False):
-            return orig(target, *a, **kw)
-        _RANKS_CALL.inside = True
-        try:
-            return orig(target, *a, **kw)
-        finally:
-            _RANKS_CALL.inside = False
-
-    def make_set_device(orig):
-        def set_device(device):
-            return mapped_call(orig, device)
-        return set_device
-
-    def make_device_count(orig):
-        def device_count():
-            n = orig()
-            # the session's devices where CUDA works here; a torch without CUDA keeps its own answer
-            return ranks.count if n > 0 or _available(cuda) else n
-        return device_count
-
-    def make_current_device(orig):
-        def current_device():
-            orig()
-            return ranks.rank if ranks.rank is not None else 0
-        return current_device
-
-    def make_by_device(orig):
-        def by_device(device=None, *a, **kw):
-            return mapped_call(orig, device, *a, **kw)
-        return by_device
-
-    wrap("_lazy_init", make_lazy_init)
-    wrap("set_device", make_set_device)
-    wrap("device_count", make_device_count)
-    wrap("current_device", make_current_device)
-    for name in ("get_device_name", "get_device_properties", "get_device_capability", "mem_get_info", "memory_allocated",
-                 "memory_reserved", "max_memory_allocated", "synchronize"):
-        wrap(name, make_by_device)
-    _patch_device_context(cuda, local)
-    _patch_device_arguments(torch, ranks, local)
+    import gpu_cosplay_ranks_torch
+    st.other_rank = gpu_cosplay_ranks_torch.patch(torch, st.ranks, st.orig, _replace_everywhere)
     try:
-        nccl = getattr(cuda, "nccl", None)
-        gpu_cosplay_ranks.nccl_env(nccl.version() if nccl is not None else None)
+        gpu_cosplay_ranks.nccl_env(gpu_cosplay_ranks_torch.nccl_version(torch))
     except Exception as exc:
         _note_error("nccl version", exc)
-
-
-def _initialized(cuda):
-    try:
-        return bool(cuda.is_initialized())
-    except Exception:
-        return False
-
-
-def _available(cuda):
-    try:
-        return bool(cuda.is_available())
-    except Exception:
-        return False
-
-
-def _patch_device_context(cuda, local):
-    """`with torch.cuda.device(i)`: the class, subclassed so that isinstance keeps working, maps its ordinal."""
-    base = getattr(cuda, "device", None)
-    if not isinstance(base, type) or getattr(base, _MARK, False):
-        return
-
-    class _RankDevice(base):
-        def __init__(self, device):
-            super(_RankDevice, self).__init__(local(device))
-
-    setattr(_RankDevice, _MARK, True)
-    _RankDevice.__name__ = base.__name__
-    _RankDevice.__qualname__ = getattr(base, "__qualname__", base.__name__)
-    cuda.device = _RankDevice
-
-
-def _patch_device_arguments(torch, ranks, local):
-    """`cuda:i` given to .to()/.cuda()/factories: a torch function mode maps it where torch has one and CUDA is up
-    here. Only a rank other than 0 needs it (cuda:0 is rank 0's own): rank 0 pays nothing, the others a Python call
-    per torch function (measured in bench/ as the cost of the mapping)."""
-    overrides = getattr(torch, "overrides", None)
-    Mode = getattr(overrides, "TorchFunctionMode", None) if overrides is not None else None
-    if Mode is None or not _available(torch.cuda):
-        return
-
-    def mapped(value):
-        if isinstance(value, (str, int)) and not isinstance(value, bool) or type(value).__name__ == "device":
-            if ranks.rank not in (None, 0):
-                try:
-                    ordinal = value if isinstance(value, int) else None
-                    if ordinal is None:
-                        import gpu_cosplay_ranks
-                        ordinal = gpu_cosplay_ranks.ordinal_of(value)
-                    if ordinal is not None and ordinal >= 0:
-                        return "cuda:%d" % local(ordinal)
-                except ValueError:
-                    return value
-        return value
-
-    class _RankDevices(Mode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = dict(kwargs or {})
-            if "device" in kwargs:
-                kwargs["device"] = mapped(kwargs["device"])
-            name = getattr(func, "__name__", "")
-            if name in ("to", "cuda") and len(args) > 1:
-                args = (args[0], mapped(args[1])) + tuple(args[2:])
-            return func(*args, **kwargs)
-
-    def enter(*_a, **_kw):
-        if ranks.rank not in (None, 0):
-            try:
-                _RankDevices().__enter__()
-            except Exception as exc:
-                _note_error("device mode", exc)
-
-    # entered once the rank is known and is not 0 (at once for a launcher's rank, else at its choice)
-    if ranks.rank not in (None, 0):
-        enter()
-    else:
-        chosen = ranks.choose
-
-        def choose(rank, environ=None):
-            chosen(rank, environ)
-            enter()
-
-        ranks.choose = choose
 
 
 # --------------------------------------------------------------------------------------------- install

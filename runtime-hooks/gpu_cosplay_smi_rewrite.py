@@ -15,6 +15,16 @@ What is rewritten (see README.md):
   the MIG Devices subsection dropped; -q -x (XML): product_name, fb_memory_usage, power limits;
 - --query-gpu CSV: name, memory.total/used/free/reserved, power.limit/default_limit/min_limit/max_limit,
   enforced.power.limit, mig.mode.* ; with and without units and header.
+
+Several cosplayed devices (`ranks`: the uuids of GPU_COSPLAY_RANKS, two or more): the default table shows N target
+cards, indexes 0..N-1, copies of the first GPU's rewritten rows, each with the memory its slice uses (rank i = the
+i-th row of the MIG devices section, so the host lists the ranks in MIG-device order; without MIG, MPS shares of one
+GPU, each copy shows the whole GPU's use); a process row's GPU index becomes the rank whose GPU instance it runs in;
+-L prints `GPU i: <target> (UUID: <rank i's uuid>)` for each rank in place of the first GPU and its MIG lines (later
+physical GPUs are dropped); --query-gpu prints the first GPU's row once per rank (index, uuid and count the rank's and
+the session's, memory the GPU's as without ranks; later physical GPUs' rows dropped, a GPU told apart by its index,
+uuid, bus id or serial where the query names one). Not done for N ranks: -q/-a/-x still describe the physical GPU(s)
+once.
 """
 
 import re
@@ -65,8 +75,11 @@ def _fmt_w(value):
 
 
 class Rewriter(object):
-    def __init__(self, name, cap_mib, tdp_w=None, args=()):
+    def __init__(self, name, cap_mib, tdp_w=None, args=(), ranks=None):
         self.name = name
+        self.ranks = list(ranks) if ranks and len(ranks) > 1 else None  # uuids, one per cosplayed device
+        self.l_done = False
+        self.csv_first_gpu = None  # with ranks: what identifies the first GPU's row in --query-gpu output
         self.cap = int(cap_mib)
         self.tdp = float(tdp_w) if tdp_w else None
         self.args = list(args or [])
@@ -114,7 +127,7 @@ class Rewriter(object):
     def feed(self, line):
         line = line.rstrip("\n")
         if self.csv_fields is not None:
-            return [self._csv(line)]
+            return self._csv_rows(line)
         if line.startswith("|") or line.startswith("+"):
             self.table.append(line)
             if self._table_block_done(line):
@@ -124,6 +137,11 @@ class Rewriter(object):
             self.table.append(line)
             return []
         out = self.flush()
+        if self.ranks and self._L_GPU.match(line):
+            if not self.l_done:  # -L: one line per rank in place of the physical GPU(s)
+                self.l_done = True
+                out.extend("GPU %d: %s (UUID: %s)" % (i, self.name, u) for i, u in enumerate(self.ranks))
+            return out
         res = self._plain(line)
         if res is not None:
             out.append(res)
@@ -281,15 +299,48 @@ class Rewriter(object):
         return "%s<%s>%s</%s>" % (m.group(1), tag, new, tag)
 
     # ----------------------------------------------------------------------------------------- CSV
+    _CSV_IDENTITY = ("index", "uuid", "gpu_uuid", "pci.bus_id", "gpu_bus_id", "serial", "gpu_serial")
+
+    def _csv_rows(self, line):
+        """One rewritten CSV line; with several ranks a data row of the first GPU becomes one row per rank (index,
+        uuid and count are the rank's, the rest the GPU's), as a box of N cards prints N rows; the rows of later
+        physical GPUs are dropped, as in -L."""
+        text = self._csv(line)
+        parts = line.split(", ")
+        if not self.ranks or not self._csv_is_data(parts):
+            return [text]
+        fields = [CSV_ALIASES.get(f, f) for f in self.csv_fields]
+        identity = tuple(p for f, p in zip(fields, parts) if f in self._CSV_IDENTITY)
+        if self.csv_first_gpu is None:
+            self.csv_first_gpu = identity
+        elif identity != self.csv_first_gpu:
+            return []
+        cells = text.split(", ")
+        rows = []
+        for rank, uuid in enumerate(self.ranks):
+            row = list(cells)
+            for i, f in enumerate(fields):
+                if f == "index":
+                    row[i] = str(rank)
+                elif f in ("uuid", "gpu_uuid"):
+                    row[i] = uuid
+                elif f == "count":
+                    row[i] = str(len(self.ranks))
+            rows.append(", ".join(row))
+        return rows
+
+    def _csv_is_data(self, parts):
+        fields = self.csv_fields
+        if len(parts) != len(fields):
+            return False
+        bare = [re.sub(r"\s*\[[^\]]*\]$", "", p).strip().lower() for p in parts]
+        return not (self.csv_header and (bare[0] in (fields[0], CSV_ALIASES.get(fields[0], fields[0])) or bare == fields))
+
     def _csv(self, line):
         fields = self.csv_fields
         self.csv_seen += 1
         parts = line.split(", ")
-        if len(parts) != len(fields):
-            return line
-        bare = [re.sub(r"\s*\[[^\]]*\]$", "", p).strip().lower() for p in parts]
-        if self.csv_header and (bare[0] in (fields[0], CSV_ALIASES.get(fields[0], fields[0]))
-                                or bare == fields):
+        if not self._csv_is_data(parts):
             return line
         vals = {}
         for f, p in zip(fields, parts):
@@ -388,6 +439,64 @@ def _mig_used(lines):
     return used
 
 
+def _mig_devices(lines):
+    """The MIG devices section's rows in order: (gpu, gi, ci, mig_dev, used MiB)."""
+    devs = []
+    in_mig = False
+    for ln in lines:
+        if re.match(r"^\|\s*MIG devices:", ln):
+            in_mig = True
+            continue
+        if in_mig and not (ln.startswith("|") or ln.startswith("+")):
+            in_mig = False
+        m = _MIG_ROW.match(ln) if in_mig else None
+        if m:
+            mm = _MEM.search(ln)
+            devs.append((int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                         int(mm.group(1)) if mm else None))
+    return devs
+
+
+def _expand_gpu_rows(out, rw, devs):
+    """Several ranks: N copies of the first GPU's rows (indexes 0..N-1) in place of the physical GPUs' rows."""
+    head = None
+    for i, ln in enumerate(out):
+        if ln.startswith("|=") and i > 0 and any("GPU  Name" in x for x in out[max(0, i - 4):i]):
+            head = i
+            break
+    if head is None:
+        return out
+    groups = []
+    j = head + 1
+    while j < len(out) and out[j].startswith("|") and _ROW_NAME.match(_cells(out[j])[1] if "|" in out[j][1:] else ""):
+        k = j
+        while k < len(out) and not out[k].startswith("+"):
+            k += 1
+        groups.append(out[j:k + 1])
+        j = k + 1
+    if not groups:
+        return out
+    mig = len(devs) >= len(rw.ranks)
+    copies = []
+    for r in range(len(rw.ranks)):
+        for ln in groups[0]:
+            cells = _cells(ln)
+            m = _ROW_NAME.match(cells[1]) if len(cells) > 2 else None
+            if m:
+                lead = m.group(1) + m.group(2)
+                cells[1] = str(r).rjust(len(lead)) + cells[1][len(lead):]
+                ln = "|".join(cells)
+            elif mig and devs[r][4] is not None and len(cells) > 3:
+                for ci in range(2, len(cells) - 1):
+                    mm = _MEM.search(cells[ci])
+                    if mm:
+                        cells[ci] = _sub_right(cells[ci], mm.start(1), mm.end(1), str(min(devs[r][4], rw.cap)))
+                        ln = "|".join(cells)
+                        break
+            copies.append(ln)
+    return out[:head + 1] + copies + out[j:]
+
+
 def _drop_mig_section(lines):
     out = list(lines)
     while True:
@@ -413,6 +522,7 @@ def _drop_mig_section(lines):
 
 def rewrite_table_block(lines, rw):
     mig_used = _mig_used(lines)
+    devs = _mig_devices(lines) if rw.ranks else []
     lines = _drop_mig_section(lines)
     out = []
     section = None
@@ -437,10 +547,17 @@ def rewrite_table_block(lines, rw):
             ln, gpu_idx = _rewrite_gpu_line(ln, rw, mig_used, gpu_idx)
         elif section == "proc":
             m = _PROC_ROW.match(ln)
+            if m and devs and m.group(4) != "N/A":  # the rank whose GPU instance it runs in
+                rank = [i for i, d in enumerate(devs[:len(rw.ranks)]) if d[1] == int(m.group(4))]
+                if rank:
+                    ln = _sub_right(ln, m.start(2), m.end(2), str(rank[0]))
+                    m = _PROC_ROW.match(ln)
             if m:
                 ln = _proc_line(ln, m)
             ln = _mps_server_line(ln)
         out.append(ln)
+    if rw.ranks:
+        out = _expand_gpu_rows(out, rw, devs)
     return out
 
 
@@ -501,9 +618,9 @@ def _mps_server_line(ln):
     return m.group(1) + fit(MPS_SERVER_LABEL, width) + " " + m.group(4) + m.group(5)
 
 
-def rewrite_text(text, name, cap_mib, tdp_w=None, args=()):
+def rewrite_text(text, name, cap_mib, tdp_w=None, args=(), ranks=None):
     """Rewrite a whole captured output (tests, one-shot use)."""
-    rw = Rewriter(name, cap_mib, tdp_w, args)
+    rw = Rewriter(name, cap_mib, tdp_w, args, ranks)
     out = []
     ends_nl = text.endswith("\n")
     for line in text.split("\n")[: -1 if ends_nl else None]:

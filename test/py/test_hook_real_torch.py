@@ -77,5 +77,71 @@ class RealTorchTest(unittest.TestCase):
         self.assertEqual(out["math"], 6.0)
 
 
+RANKS_PROBE = """
+import site, sys, json, threading
+site.addsitedir(%r)
+import os, torch
+st = sys.modules['gpu_cosplay_hook'].state()
+out = {'rank': st.ranks.rank, 'cvd': os.environ.get('CUDA_VISIBLE_DEVICES'), 'errors': st.errors,
+       'cuda': torch.cuda.is_available(), 'count': torch.cuda.device_count()}
+m = torch.nn.Linear(4, 2).to('cpu').to(torch.float64).to(device=torch.device('cpu'))
+out['forward'] = list(m(torch.ones(3, 4, dtype=torch.float64)).shape)
+out['factories'] = [str(torch.zeros(2, device='cpu').device), str(torch.randn(2).device), str(torch.arange(3).device),
+                    str(torch.full((2,), 1.0, device=torch.device('cpu')).device)]
+@torch.jit.script
+def scripted(x: torch.Tensor) -> torch.Tensor:
+    return x + torch.zeros(3, device=x.device) + torch.ones(3).to(x.device)
+out['scripted'] = scripted(torch.ones(3)).tolist()
+# DDP's device_ids go through torch._utils._get_device_index, bound by name in torch.nn.parallel
+import torch.nn.parallel.distributed as ddp
+out['ddp_ids'] = [ddp._get_device_index(1, True), ddp._get_device_index(torch.device('cuda', 1), True)]
+def refused(box):
+    try:
+        torch.zeros(1, device='cuda:0')
+        box.append('ok')
+    except Exception as e:
+        box.append([type(e).__name__, isinstance(e, RuntimeError), str(e)])
+main, other = [], []
+refused(main)
+t = threading.Thread(target=refused, args=(other,))
+t.start(); t.join()
+out['cuda0'] = main[0]
+out['cuda0_in_a_thread'] = other[0]
+print('@@' + json.dumps(out))
+"""
+
+
+@unittest.skipIf(PY is None, "no python with torch here (apt-get install python3-torch)")
+class RealTorchRanksTest(unittest.TestCase):
+    """Two ranks, this process rank 1 (LOCAL_RANK): the wrapped entry points leave a real torch working, TorchScript
+    included, and refuse rank 0's device in every thread. On a CPU build CUDA's own answers stay (no devices)."""
+
+    def test_two_ranks_leave_torch_working_and_refuse_another_ranks_device(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPU_COSPLAY_")}
+        env.pop("PYTHONPATH", None)
+        env.update({"GPU_COSPLAY_NAME": "NVIDIA GeForce RTX 3090", "GPU_COSPLAY_VRAM_MIB": "24576", "LOCAL_RANK": "1",
+                    "GPU_COSPLAY_REPORT_DIR": tempfile.mkdtemp(),
+                    "GPU_COSPLAY_RANKS": json.dumps([{"uuid": "MIG-a", "mpsPipe": None}, {"uuid": "MIG-b", "mpsPipe": None}])})
+        script = os.path.join(env["GPU_COSPLAY_REPORT_DIR"], "probe.py")  # TorchScript reads the function's source
+        with open(script, "w") as f:
+            f.write(RANKS_PROBE % HOOKS)
+        p = subprocess.run([PY, script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        out = json.loads([l for l in p.stdout.decode().splitlines() if l.startswith("@@")][-1][2:])
+        self.assertEqual([out["rank"], out["cvd"], out["errors"]], [1, "MIG-b", []])
+        if not out["cuda"]:
+            self.assertEqual(out["count"], 0)  # a CPU build keeps its own answer
+        else:
+            self.assertEqual(out["count"], 2)
+        self.assertEqual(out["forward"], [3, 2])
+        self.assertEqual(out["factories"], ["cpu"] * 4)
+        self.assertEqual(out["scripted"], [2.0, 2.0, 2.0])
+        self.assertEqual(out["ddp_ids"], [0, 0])
+        for key in ("cuda0", "cuda0_in_a_thread"):
+            name, is_runtime_error, message = out[key]
+            self.assertEqual([name, is_runtime_error], ["OtherRanksDevice", True], key)
+            self.assertIn("cuda:0 is rank 0's device; this process is rank 1", message)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -89,6 +89,18 @@ class ShimProcessTest(unittest.TestCase):
         self.assertNotIn("H100", out)
         self.assertNotIn("MIG devices", out)
 
+    def test_rewrites_table_with_one_card_per_rank(self):
+        ranks = '[{"uuid": "MIG-aaaa-0", "mpsPipe": null}, {"uuid": "MIG-bbbb-1", "mpsPipe": null}]'
+        fx = os.path.join(FIX, "h100-sxm-80gb__nvidia-smi-mig-r580.txt")
+        p = subprocess.run(["nvidia-smi"], env=self.env(FAKE_MODE="table", FAKE_FILE=fx, GPU_COSPLAY_RANKS=ranks),
+                           stdout=subprocess.PIPE, timeout=30)
+        rows = [l for l in p.stdout.decode().splitlines() if "NVIDIA GeForce RTX 3090" in l]
+        self.assertEqual([l.split()[1] for l in rows], ["0", "1"])
+        p = subprocess.run(["nvidia-smi"], env=self.env(FAKE_MODE="table", FAKE_FILE=fx, GPU_COSPLAY_RANKS="[oops"),
+                           stdout=subprocess.PIPE, timeout=30)
+        rows = [l for l in p.stdout.decode().splitlines() if "NVIDIA GeForce RTX 3090" in l]
+        self.assertEqual([l.split()[1] for l in rows], ["0"])
+
     def test_no_contract_is_passthrough(self):
         fx = os.path.join(FIX, "h100-sxm-80gb__nvidia-smi-mig-r580.txt")
         p = subprocess.run(["nvidia-smi"], env=self.env(contract=False, FAKE_MODE="table", FAKE_FILE=fx),

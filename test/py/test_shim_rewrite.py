@@ -241,5 +241,62 @@ class WidthHelperTest(unittest.TestCase):
         self.assertEqual(R.fit("N/A", 6, "right"), "   N/A")
 
 
+
+class RanksTest(unittest.TestCase):
+    """Several cosplayed devices: N target cards where the driver shows one GPU and its MIG devices."""
+    RANKS = ["MIG-aaaa-0", "MIG-bbbb-1"]
+
+    def test_table_shows_one_card_per_rank(self):
+        fx = "h100-sxm-80gb__nvidia-smi-mig-r580.txt"
+        src = load(fx)
+        out = R.rewrite_text(src, NAME, CAP, TDP, (), self.RANKS)
+        widths = {len(l) for l in table_lines(src)}
+        for l in table_lines(out):
+            self.assertIn(len(l), widths, "width changed: %r" % l)
+        rows = [l for l in out.splitlines() if re.match(r"^\|\s+\d+\s+NVIDIA", l)]
+        self.assertEqual([int(l.split()[1]) for l in rows], [0, 1])
+        for l in rows:
+            self.assertIn(NAME, l)
+        mem = re.findall(r"(\d+)MiB /\s+(\d+)MiB", out)
+        self.assertEqual(mem, [("44", str(CAP)), ("44", str(CAP))])  # each slice's own use
+        self.assertNotIn("MIG devices:", out)
+        self.assertNotRegex(out, HOST_RE)
+        # one rank: today's single card
+        one = R.rewrite_text(src, NAME, CAP, TDP, (), self.RANKS[:1])
+        self.assertEqual(one, rewrite(fx))
+
+    def test_processes_go_to_the_rank_of_their_gpu_instance(self):
+        out = R.rewrite_text(load("a100-sxm4-40gb__nvidia-smi-mig-devices-with-bar1.txt"), NAME, CAP, TDP, (),
+                             self.RANKS)
+        procs = [l for l in out.splitlines() if "BlackScholes" in l]
+        self.assertEqual([l.split()[1:4] for l in procs], [["0", "N/A", "N/A"], ["1", "N/A", "N/A"]])
+
+    def test_L_lists_the_ranks(self):
+        out = R.rewrite_text(load("h100-pcie-80gb__L-mig.txt"), NAME, CAP, TDP, ("-L",), self.RANKS)
+        self.assertEqual(out.splitlines(), ["GPU 0: %s (UUID: MIG-aaaa-0)" % NAME, "GPU 1: %s (UUID: MIG-bbbb-1)" % NAME])
+
+    def test_query_gpu_prints_a_row_per_rank(self):
+        args = ["--query-gpu=index,name,memory.total,memory.used,fabric.state", "--format=csv"]
+        out = R.rewrite_text(load("t4__query-gpu-index-name-memory-fabric-state-csv.txt"), NAME, CAP, TDP, args, self.RANKS)
+        self.assertEqual(out.splitlines(), [
+            "index, name, memory.total [MiB], memory.used [MiB], fabric.state",
+            "0, NVIDIA GeForce RTX 3090, 24576 MiB, 31 MiB, state  N/A",
+            "1, NVIDIA GeForce RTX 3090, 24576 MiB, 31 MiB, state  N/A"])
+        # the rank's uuid and the session's count; a second physical GPU's rows dropped, as in -L; every sample of -l
+        src = ("2, GPU-1111, 00000000:04:00.0, NVIDIA H100 80GB HBM3\n2, GPU-2222, 00000000:05:00.0, NVIDIA H100 80GB HBM3\n") * 2
+        args = ["--query-gpu=count,uuid,pci.bus_id,name", "--format=csv,noheader", "-l", "1"]
+        out = R.rewrite_text(src, NAME, CAP, TDP, args, self.RANKS)
+        rows = ["2, MIG-aaaa-0, 00000000:04:00.0, %s" % NAME, "2, MIG-bbbb-1, 00000000:04:00.0, %s" % NAME]
+        self.assertEqual(out.splitlines(), rows * 2)
+        # one rank: the card as without ranks
+        out = R.rewrite_text(src, NAME, CAP, TDP, args, self.RANKS[:1])
+        self.assertEqual(out, R.rewrite_text(src, NAME, CAP, TDP, args))
+        self.assertEqual(len(out.splitlines()), 4)
+
+    def test_whole_gpus_without_mig_are_copied(self):
+        out = R.rewrite_text(load("h200-sxm-141gb__nvidia-smi.txt"), NAME, CAP, TDP, (), ["GPU-x", "GPU-x", "GPU-x"])
+        rows = [l for l in out.splitlines() if re.match(r"^\|\s+\d+\s+NVIDIA", l)]
+        self.assertEqual([int(l.split()[1]) for l in rows], [0, 1, 2])
+
 if __name__ == "__main__":
     unittest.main()

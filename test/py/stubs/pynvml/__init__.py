@@ -42,6 +42,22 @@ def nvmlDeviceGetHandleByIndex(i):
     return ("handle", i)
 
 
+def nvmlDeviceGetCount():
+    _check()
+    return int(os.environ.get("STUB_PYNVML_COUNT", "1"))
+
+
+def nvmlDeviceGetHandleByUUID(uuid):
+    """STUB_PYNVML_UUIDS (a comma list) are the uuids this NVML knows; bytes only with STUB_PYNVML_BYTES=1."""
+    _check()
+    if os.environ.get("STUB_PYNVML_BYTES") == "1" and not isinstance(uuid, bytes):
+        raise TypeError("bytes or integer address expected instead of str instance")
+    uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
+    if uuid not in os.environ.get("STUB_PYNVML_UUIDS", "").split(","):
+        raise NVMLError("Not Found")
+    return ("uuid", uuid)
+
+
 def nvmlDeviceGetName(handle):
     _check()
     name = "NVIDIA H200"
