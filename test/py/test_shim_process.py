@@ -101,6 +101,19 @@ class ShimProcessTest(unittest.TestCase):
         rows = [l for l in p.stdout.decode().splitlines() if "NVIDIA GeForce RTX 3090" in l]
         self.assertEqual([l.split()[1] for l in rows], ["0"])
 
+    def test_mounted_alone_beside_the_hooks_folder(self):
+        # a user's own image run unprivileged: the shim alone at /opt/gpu-cosplay/bin, the hooks at .../hooks
+        opt = os.path.join(self.tmp, "opt")
+        os.makedirs(os.path.join(opt, "bin"))
+        shutil.copy(SHIM, os.path.join(opt, "bin", "nvidia-smi"))
+        shutil.copytree(HOOKS, os.path.join(opt, "hooks"))
+        fx = os.path.join(FIX, "h100-sxm-80gb__nvidia-smi-mig-r580.txt")
+        path = os.pathsep.join([os.path.join(opt, "bin"), self.real_dir, "/usr/bin", "/bin"])
+        p = subprocess.run(["nvidia-smi"], env=self.env(path=path, FAKE_MODE="table", FAKE_FILE=fx),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("NVIDIA GeForce RTX 3090", p.stdout.decode())
+
     def test_no_contract_is_passthrough(self):
         fx = os.path.join(FIX, "h100-sxm-80gb__nvidia-smi-mig-r580.txt")
         p = subprocess.run(["nvidia-smi"], env=self.env(contract=False, FAKE_MODE="table", FAKE_FILE=fx),
