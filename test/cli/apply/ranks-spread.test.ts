@@ -150,7 +150,8 @@ describe('up a6000 --count 4 on an 8x H200', () => {
 describe('kill -9 during a spread up --count 4, then recover', () => {
   const {sim, env} = eightGpus()
   sim.clearCalls()
-  if (runCli(UP, env).exitCode !== 0) throw new Error('clean run failed')
+  const clean = runCli(UP, env)
+  if (clean.exitCode !== 0) throw new Error(`clean run failed (exit ${clean.exitCode}): ${clean.stderr}`)
   const points = mutatingCalls(sim)
   runCli(['down', 'quad'], env)
   const cases = points.flatMap((call, i) => {
