@@ -6,7 +6,7 @@ import type {StepImpl} from './step.js'
 
 /**
  * The steps a process can apply and undo, by journal kind. Built once at the command edge and handed to
- * the engine, so that undoing a journal written by another process never depends on which modules
+ * the journal runner, so that undoing a journal written by another process never depends on which modules
  * happened to be imported.
  */
 export type StepRegistry = ReadonlyMap<StepKind, StepImpl>
