@@ -11,12 +11,12 @@ import type {PlannedStep, StepContext} from './steps/step.js'
 
 const debug = createDebug(DEBUG_NS.apply)
 
-/** Set by the command's signal handler; the engine finishes the step in flight, then unwinds. */
+/** Set by the command's signal handler; the journal runner finishes the step in flight, then unwinds. */
 export type Cancellation = {readonly requested: boolean}
 
 export type Persist = () => void
 
-/** What the engine acts through: the GPU, and the steps it knows how to undo. */
+/** What the journal runner acts through: the GPU, and the steps it knows how to undo. */
 export type EngineDeps = {readonly gpu: GpuControl; readonly steps: StepRegistry}
 
 export function stepContext(gpu: GpuControl, book: GpuBook, session: BookSession, live: HostGpu): StepContext {

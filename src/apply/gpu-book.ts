@@ -102,34 +102,12 @@ const sessionBase = {
   activeAt: z.string().optional(),
 }
 
-/**
- * A plan as gpu-cosplay stored it before per-session MPS shaping (Nov 2026) has no mps, gpuWide or weighed, and names
- * the VRAM cap vramCapGB: read it as what it was, so that sessions left up across an upgrade can still be listed and
- * ended. That version took the GPU-wide settings for every session that planned a value; it weighed nothing it showed.
- */
-function planStoredEarlier(raw: unknown): unknown {
-  if (typeof raw !== 'object' || raw === null || 'gpuWide' in raw) return raw
-  const plan = raw as Record<string, unknown>
-  const {vramCapGB, ...rest} = plan
-  return {
-    mps: null,
-    gpuWide: {
-      clockLock: plan.clockMHz !== null && plan.clockMHz !== undefined,
-      powerLimit: plan.powerLimitW !== null && plan.powerLimitW !== undefined,
-      reason: 'planned by an earlier gpu-cosplay, which took the GPU-wide settings for every session',
-    },
-    vramCapGiB: vramCapGB,
-    weighed: [],
-    ...rest,
-  }
-}
-
-/** An `up` session: a plan applied to the GPU (books written before lease holds existed have no `kind`). */
+/** An `up` session: a plan applied to the GPU (it records no `kind`; a lease hold records `lease`). */
 const session = z.strictObject({
   kind: z.literal('up').optional(),
   ...sessionBase,
   target: z.strictObject({key: z.string(), name: z.string()}),
-  plan: z.preprocess(planStoredEarlier, planSchema),
+  plan: planSchema,
   /** up --count N on MIG: the instances of this record's further ranks (its first rank's is `mig`) */
   moreSlices: z.array(migSlot).max(63).optional(),
   /**

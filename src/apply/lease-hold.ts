@@ -14,7 +14,7 @@ import {assertMayEnd, endSessionLocked, type Requester} from './tear-down.js'
 /**
  * `gpu-cosplay lease hold|release`: GPU-wide settings held for a named holder, with no instance and no container,
  * for clusters whose scheduler places the workload (a Kubernetes DaemonSet, a Slurm prolog). A hold is a session
- * of its own in the GPU's book (kind 'lease', named lease:HOLDER) running only the lease steps through the engine,
+ * of its own in the GPU's book (kind 'lease', named lease:HOLDER) running only the lease steps through the journal runner (engine.ts),
  * so it is journaled, rolled back after a crash mid-way, and shares the leases with `up` sessions: whoever
  * leaves last restores the values found before the first.
  */

@@ -5,7 +5,7 @@ import {type BookSession, type GpuBook, isLeaseSession, isSessionPart, rankCount
 import {withGpuLock} from './gpu-lock.js'
 
 /**
- * Quotas (issue 20): how many sessions and memory slices one user holds at once, across every GPU of the box. The
+ * Quotas: how many sessions and memory slices one user holds at once, across every GPU of the box. The
  * check that counts and the write that records the new session run under one box-wide lock (taken inside a GPU's
  * lock, never the other way round), so two `up`s on two GPUs cannot both pass on the same last free place.
  */

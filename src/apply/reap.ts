@@ -13,9 +13,9 @@ import {type ClosedSession, endPartsOf, endSessionLocked} from './tear-down.js'
 const debug = createDebug(DEBUG_NS.apply)
 
 /**
- * The reaper (issue 20): ends the sessions whose TTL ran out, and (when the box reclaims idle sessions) those nobody
+ * The reaper: ends the sessions whose TTL ran out, and (when the box reclaims idle sessions) those nobody
  * used for the configured time, after telling their users. Run as root by the timer `system install` sets up
- * (`gpu-cosplay system reap`), and, where nothing is installed, by every command that opens the state (reapIfDue).
+ * (`gpu-cosplay system reap`), and, where nothing is installed, by every command that opens the state (client/reap-due.ts).
  * A session is ended exactly as `down` ends it (endSessionLocked, journaled under the GPU's lock), so a reaper killed
  * mid-way leaves a stopping session that the next command, or `recover`, finishes.
  */

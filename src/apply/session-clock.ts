@@ -6,7 +6,7 @@ import {type BookSession, isLeaseSession, isSessionPart} from './gpu-book.js'
 import {assertMayEnd, type Requester} from './tear-down.js'
 
 /**
- * A session's clock (issue 20): when it ends (its TTL, moved by extend), when its users are told, how long it has sat
+ * A session's clock: when it ends (its TTL, moved by extend), when its users are told, how long it has sat
  * idle. What `ps`, `status` and the metrics show, and what the reaper (reap.ts) acts on.
  */
 

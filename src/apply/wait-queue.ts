@@ -16,13 +16,13 @@ import {withGpuLock} from './gpu-lock.js'
 import {defaultSessionName} from './session-names.js'
 
 /**
- * `up --wait` (issue 20): when no slice that fits is free, the request waits in the box's queue instead of failing.
+ * `up --wait`: when no slice that fits is free, the request waits in the box's queue instead of failing.
  * The queue is one file per waiting request (`<state>/queue/<id>.json`, written whole, never through a link), so a
  * waiter holds no lock that blocks anyone's up or down. Each entry names its process (pid, start time, boot): an entry
  * whose process is gone (kill -9) is ignored and removed by the next reader. Order is fair between users: round-robin
  * by user, each user's requests in their order, so one user's third request never goes before another's first.
  *
- * On a shared box (issue 27) a member may have at most MAX_WAITING_PER_USER requests waiting (root any number), and a
+ * On a shared box a member may have at most MAX_WAITING_PER_USER requests waiting (root any number), and a
  * waiter must be heard: a timer of its own refreshes `heardAt` every retry period, so one whose process is alive but
  * stalled (Ctrl-Z; a write to its terminal that blocks) stops being heard. Not heard for SKIP_AFTER_PERIODS periods, it
  * is skipped (no longer "ahead" of anyone); for EXPIRE_AFTER_PERIODS, any reader removes it. A waiter that finds its

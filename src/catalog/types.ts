@@ -34,9 +34,6 @@ export type MigProfileSpec = DeepReadonly<z.infer<typeof migProfileSchema>>
 /** A GPU the tool can run on (catalog/hosts.yaml). `measuredRates` is derived at load from its `measuredAs` card. */
 export type HostModel = DeepReadonly<z.infer<typeof hostModelSchema>> & {readonly measuredRates?: HostMeasuredRates}
 
-/** A host model's MIG geometry; null on the model when the GPU has no MIG. */
-export type HostMig = NonNullable<HostModel['mig']>
-
 export type Catalog = {
   readonly targets: readonly Target[]
   readonly hosts: readonly HostModel[]

@@ -5,6 +5,9 @@ import {InputError} from '../core/errors.js'
 import {escapeControl} from '../core/failure.js'
 import type {Progress} from './request-io.js'
 
+export type {ClosedSession} from '../apply/tear-down.js'
+export type {ExtendResult} from '../apply/session-clock.js'
+
 export type DownResult = {closed: ClosedSession[]}
 
 /** Ends the named sessions (or, with `all`, every one the caller may end); the owner or root only. */

@@ -20,6 +20,9 @@ import {diedOnThisHost} from '../core/process-gone.js'
 
 const NO_CONTAINERS: ContainerStates = {reachable: true, bySession: {}}
 
+export type {GpuStatus} from '../apply/host-status.js'
+export type {QueuedRequest} from '../apply/wait-queue.js'
+
 export type SessionView = SessionSummary & {
   /** when the session ends by itself (its TTL, moved by extend) and how long is left; null: never */
   expiresAt: string | null

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import type {ExtendResult} from '../apply/session-clock.js'
+import type {ExtendResult} from '../client/end-sessions.js'
 import {renderExtend} from '../render/render-extend.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostFlag} from '../shell/host-flag.js'

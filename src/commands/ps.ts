@@ -1,7 +1,7 @@
 import type {SessionView} from '../client/read-host-status.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {renderPs, renderQueue} from '../render/render-ps.js'
-import type {QueuedRequest} from '../apply/wait-queue.js'
+import type {QueuedRequest} from '../client/read-host-status.js'
 import {Flags} from '@oclif/core'
 import {hostsFlag} from '../shell/host-flag.js'
 

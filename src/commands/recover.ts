@@ -1,4 +1,4 @@
-import type {RecoverResult} from '../apply/recover.js'
+import type {RecoverResult} from '../client/recover-state.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostFlag} from '../shell/host-flag.js'
 import {renderRecover} from '../render/render-recover.js'

@@ -1,10 +1,11 @@
 import {Flags, ux} from '@oclif/core'
 
-import type {ResetResult} from '../apply/reset-gpu.js'
-import {InputError, StateError} from '../core/errors.js'
+import type {ResetResult} from '../client/force-reset.js'
+import {InputError} from '../core/errors.js'
 import {requireRootOnSharedBox} from '../core/invoking-user.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostGpuFlag} from '../shell/host-flag.js'
+import {renderReset} from '../render/render-reset.js'
 
 export type ResetCommandResult = ResetResult
 
@@ -27,26 +28,10 @@ With no usable record (none, or a damaged journal, which is moved aside), clocks
         fix: [`see what would end: gpu-cosplay status`, `then: gpu-cosplay reset --host-gpu ${flags['host-gpu']} --yes`],
       })
     }
-    const [{applyContext}, {resetGpu}] = await Promise.all([import('../client/apply-context.js'), import('../apply/reset-gpu.js')])
-    const ctx = await applyContext({mutates: true})
-    if (!ctx.isRoot) {
-      throw new StateError('ROOT_ONLY', `reset ends every user's sessions on GPU ${flags['host-gpu']}: only root may run it`, {
-        exit: 4,
-        fix: ['end your own sessions: gpu-cosplay down --all', `ask an admin: sudo gpu-cosplay reset --host-gpu ${flags['host-gpu']} --yes`],
-      })
-    }
-    if (!this.jsonEnabled()) ux.action.start(`Resetting GPU ${flags['host-gpu']}`)
-    const result = await resetGpu(flags['host-gpu'], ctx.deps).catch((error: unknown) => {
-      if (!this.jsonEnabled()) ux.action.stop('failed')
-      throw error
-    })
-    if (!this.jsonEnabled()) {
-      ux.action.stop('done')
-      const how = result.mode === 'journal' ? 'from the journal' : 'to driver defaults (no usable record)'
-      this.log(
-        [`GPU ${result.gpuIndex} restored ${how}; ended: ${result.endedSessions.join(', ') || 'none'}`, ...result.notes.map((n) => `note: ${n}`)].join('\n'),
-      )
-    }
+    const {forceReset} = await import('../client/force-reset.js')
+    const spinner = this.jsonEnabled() ? null : {start: (a: string) => ux.action.start(a), stop: (o: string) => ux.action.stop(o)}
+    const result = await forceReset(flags['host-gpu'], spinner)
+    if (!this.jsonEnabled()) this.log(renderReset(result))
     return result
   }
 }

@@ -106,10 +106,3 @@ export async function callerPublicKeys(caller: Caller, home: string, executor: E
     ),
   ]
 }
-
-/** The caller's home folder, from the password database (the engine's HOME is root's). */
-export async function callerHome(caller: Caller, executor: Executor): Promise<string | null> {
-  const result = await executor.run(['getent', 'passwd', String(caller.uid)]).catch(() => null)
-  const home = result?.exitCode === 0 ? result.stdout.split(':')[5] : undefined
-  return home && home.startsWith('/') ? home : null
-}

@@ -1,5 +1,5 @@
 /**
- * What a member's session container may take on a shared box (issue 27): memory (swap included), processes, and a
+ * What a member's session container may take on a shared box: memory (swap included), processes, and a
  * ceiling on /dev/shm, from the box's configuration (core/box-config.ts, with its defaults). Root's own sessions and a
  * sandbox user's have none. An --shm-size over the ceiling is refused before anything is contacted.
  */

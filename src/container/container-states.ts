@@ -1,6 +1,6 @@
 /**
  * Container state beside the GPU state, for `ps` and `status`: one Docker call for all sessions.
- * Load with `await import()` (it pulls in dockerode). Never throws: an unreachable engine is reported as such.
+ * Load with `await import()` (it pulls in dockerode). Never throws: an unreachable Docker daemon is reported as such.
  */
 import {LABELS} from '../core/names.js'
 import {DockerRuntime} from './runtime.js'

@@ -1,7 +1,7 @@
 /**
- * Everything `up` settles about the container before the GPU's first change: the engine answers, the image
+ * Everything `up` settles about the container before the GPU's first change: the Docker daemon answers, the image
  * is there (the default one is built on first use), the ssh key, the port. Nothing here touches the GPU, so a
- * missing engine or image fails before any GPU change.
+ * missing Docker daemon or image fails before any GPU change.
  */
 import {userDirOf} from '../apply/state-dir.js'
 import {ContainerError} from '../core/errors.js'
@@ -93,7 +93,7 @@ export async function prepareContainer(
     ...(forCaller ? {homeDir: null, extraPublicKeys: input.callerPublicKeys} : {owner: input.keyOwner}),
     comment: `gpu-cosplay ${input.owner.user}`,
   })
-  // 0: the engine picks a free port at bind time and the start reads it back (inspect). A port chosen here
+  // 0: the Docker daemon picks a free port at bind time and the start reads it back (inspect). A port chosen here
   // first (get-port) could be taken by a concurrent `up` before Docker binds it.
   // Through the engine, any image the user names is theirs, whatever its labels say; only the pinned default is ours.
   const isCosplayImage = input.inEngine ? input.imageRef === null : image.isCosplayImage

@@ -1,5 +1,5 @@
 /**
- * The one funnel to the Docker engine: nothing else imports dockerode. Callers load this module with
+ * The one funnel to the Docker daemon: nothing else imports dockerode. Callers load this module with
  * `await import()` (dockerode is heavy), and nothing here does work at module top.
  */
 import {readdir} from 'node:fs/promises'
@@ -13,7 +13,7 @@ import {DEBUG_NS, LABELS} from '../core/names.js'
 
 const debug = createDebug(DEBUG_NS.container)
 
-/** One event of a build's progress stream, as the engine sends it. */
+/** One event of a build's progress stream, as the Docker daemon sends it. */
 export type BuildEvent = {
   readonly stream?: string
   readonly status?: string
@@ -75,7 +75,7 @@ export type ContainerSpec = {
   pidsLimit?: number
   entrypoint?: readonly string[]
   cmd?: readonly string[]
-  /** docker --init (tini from the engine), for images without their own */
+  /** docker --init (tini from the Docker daemon), for images without their own */
   init?: boolean
   /** 'uid:gid' the container's processes run as; absent: the image's user */
   user?: string
@@ -146,34 +146,34 @@ export type ImageProbe = {
 
 export type RemoveResult = 'removed' | 'absent'
 
-type EngineError = Error & {statusCode?: number; code?: string; json?: {message?: string}}
+type DockerApiError = Error & {statusCode?: number; code?: string; json?: {message?: string}}
 
-function engineMessage(error: unknown): string {
-  const e = error as EngineError
+function dockerMessage(error: unknown): string {
+  const e = error as DockerApiError
   return (e?.json?.message ?? e?.message ?? String(error)).split('\n')[0].trim()
 }
 
 function isUnreachable(error: unknown): boolean {
-  const code = (error as EngineError)?.code
+  const code = (error as DockerApiError)?.code
   return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'EACCES' || code === 'ETIMEDOUT' || code === 'EHOSTUNREACH'
 }
 
-/** an engine call cut off by its deadline (AbortSignal.timeout) */
+/** a Docker API call cut off by its deadline (AbortSignal.timeout) */
 function isTimeout(error: unknown): boolean {
   const name = (error as Error)?.name
   return name === 'TimeoutError' || name === 'AbortError'
 }
 
 function unreachable(error: unknown): ContainerError {
-  const code = (error as EngineError)?.code
+  const code = (error as DockerApiError)?.code
   const fix =
     code === 'EACCES'
       ? ['add yourself to the docker group (then log in again): sudo usermod -aG docker $USER']
-      : ['start the Docker daemon (sudo systemctl start docker)', 'or point DOCKER_HOST at a running engine']
-  return new ContainerError('DOCKER_UNREACHABLE', `cannot reach the Docker engine (${engineMessage(error)})`, {fix, cause: error})
+      : ['start the Docker daemon (sudo systemctl start docker)', 'or point DOCKER_HOST at a running Docker daemon']
+  return new ContainerError('DOCKER_UNREACHABLE', `cannot reach the Docker engine (${dockerMessage(error)})`, {fix, cause: error})
 }
 
-/** how long a ping may take: a healthy engine answers in milliseconds, a busy one in a few seconds */
+/** how long a ping may take: a healthy daemon answers in milliseconds, a busy one in a few seconds */
 export const PING_TIMEOUT_MS = 10_000
 
 /**
@@ -181,7 +181,7 @@ export const PING_TIMEOUT_MS = 10_000
  * lock: a daemon that wedges mid-way fails the step (and its undo, which `recover` finishes later) instead of
  * holding every teammate's command on that GPU. Starting a container with the NVIDIA hook takes seconds at most.
  */
-export const ENGINE_CALL_TIMEOUT_MS = 60_000
+export const DOCKER_CALL_TIMEOUT_MS = 60_000
 
 export class DockerRuntime {
   private readonly docker: Docker
@@ -190,16 +190,16 @@ export class DockerRuntime {
   /** Uses DOCKER_HOST & co. like the docker CLI, unless given options or a client. */
   constructor(options: {docker?: Docker; dockerOptions?: Docker.DockerOptions; callTimeoutMs?: number} = {}) {
     this.docker = options.docker ?? new Docker(options.dockerOptions)
-    this.callTimeoutMs = options.callTimeoutMs ?? ENGINE_CALL_TIMEOUT_MS
+    this.callTimeoutMs = options.callTimeoutMs ?? DOCKER_CALL_TIMEOUT_MS
   }
 
-  /** a fresh deadline for one engine call */
+  /** a fresh deadline for one Docker API call */
   private deadline(): {abortSignal: AbortSignal} {
     return {abortSignal: AbortSignal.timeout(this.callTimeoutMs)}
   }
 
   /**
-   * Throws ContainerError DOCKER_UNREACHABLE when no engine answers, or none within `timeoutMs`: `up` pings while it
+   * Throws ContainerError DOCKER_UNREACHABLE when no Docker daemon answers, or none within `timeoutMs`: `up` pings while it
    * holds the GPU's lock, and a wedged daemon must not keep the team's commands on that GPU waiting.
    */
   async ping(timeoutMs = PING_TIMEOUT_MS): Promise<void> {
@@ -211,7 +211,7 @@ export class DockerRuntime {
       debug('ping failed: %O', error)
       if (abortSignal.aborted) {
         throw new ContainerError('DOCKER_UNREACHABLE', `the Docker engine did not answer within ${timeoutMs / 1000} s`, {
-          fix: ['check the daemon: sudo systemctl status docker (restart it if it hangs)', 'or point DOCKER_HOST at a running engine'],
+          fix: ['check the daemon: sudo systemctl status docker (restart it if it hangs)', 'or point DOCKER_HOST at a running Docker daemon'],
           cause: error,
         })
       }
@@ -220,7 +220,7 @@ export class DockerRuntime {
   }
 
   /**
-   * Builds an image, streaming the engine's events to onProgress. dockerode resolves even when the build
+   * Builds an image, streaming the daemon's events to onProgress. dockerode resolves even when the build
    * fails, so the error events are checked here; forcerm removes the intermediate containers either way.
    */
   async buildImage(options: BuildOptions): Promise<BuildResult> {
@@ -259,7 +259,7 @@ export class DockerRuntime {
     }).catch((error) => {
       throw this.wrap(error, 'IMAGE_BUILD_FAILED', `building ${options.tag} failed`)
     })) as BuildEvent[]
-    // belt and braces: some engines only put the error in the final output
+    // belt and braces: some daemons only put the error in the final output
     for (const event of output) if (event.error || event.errorDetail) failure ??= event.errorDetail?.message ?? event.error ?? null
     if (failure) {
       debug('build of %s failed: %s', options.tag, failure)
@@ -275,7 +275,7 @@ export class DockerRuntime {
 
   /**
    * null when the image is not there. dockerode puts the name into the URL path as it is (`/images/<ref>/json`), so a
-   * reference that is not Docker's grammar (`../containers/json`, `x?y`) is refused here (BAD_IMAGE) before the engine
+   * reference that is not Docker's grammar (`../containers/json`, `x?y`) is refused here (BAD_IMAGE) before the daemon
    * hears of it, and what passes goes through pathSafe: a no-op for the grammar's characters, an encoding for any other.
    */
   async inspectImage(ref: string): Promise<ImageInfo | null> {
@@ -284,7 +284,7 @@ export class DockerRuntime {
     try {
       info = await this.docker.getImage(pathSafe(ref)).inspect()
     } catch (error) {
-      if ((error as EngineError)?.statusCode === 404) return null
+      if ((error as DockerApiError)?.statusCode === 404) return null
       throw this.wrap(error, 'IMAGE_INSPECT_FAILED', `cannot inspect image ${ref}`)
     }
     const config = info.Config ?? ({} as Docker.ImageInspectInfo['Config'])
@@ -326,7 +326,7 @@ export class DockerRuntime {
     try {
       container = await this.docker.createContainer({...options, ...this.deadline()})
     } catch (error) {
-      const code = (error as EngineError)?.statusCode === 409 ? 'CONTAINER_NAME_IN_USE' : 'CONTAINER_CREATE_FAILED'
+      const code = (error as DockerApiError)?.statusCode === 409 ? 'CONTAINER_NAME_IN_USE' : 'CONTAINER_CREATE_FAILED'
       throw this.wrap(error, code, `cannot create container ${spec.name}`)
     }
     const starting = Date.now()
@@ -335,8 +335,10 @@ export class DockerRuntime {
     } catch (error) {
       await this.remove(container.id, {force: true}).catch((removeError) => debug('cleanup of %s failed: %O', container.id, removeError))
       if (isTimeout(error)) throw this.wrap(error, 'CONTAINER_START_FAILED', `cannot start container ${spec.name}`)
-      const message = engineMessage(error)
-      const fix = /nvidia|device driver/i.test(message) ? ['the engine has no nvidia device driver: install nvidia-container-toolkit and restart dockerd'] : []
+      const message = dockerMessage(error)
+      const fix = /nvidia|device driver/i.test(message)
+        ? ['the Docker daemon has no nvidia device driver: install nvidia-container-toolkit and restart dockerd']
+        : []
       throw new ContainerError('CONTAINER_START_FAILED', `cannot start container ${spec.name}: ${message}`, {fix, cause: error})
     }
     let sshPort: number | null = null
@@ -370,7 +372,7 @@ export class DockerRuntime {
       })
       stream = (await exec.start({hijack: true, stdin: Boolean(options.stdin), Tty: tty})) as NodeJS.ReadWriteStream
     } catch (error) {
-      const code = (error as EngineError)?.statusCode === 404 ? 'CONTAINER_NOT_FOUND' : 'CONTAINER_EXEC_FAILED'
+      const code = (error as DockerApiError)?.statusCode === 404 ? 'CONTAINER_NOT_FOUND' : 'CONTAINER_EXEC_FAILED'
       throw this.wrap(error, code, `cannot run ${cmd[0]} in container ${containerId.slice(0, 12)}`)
     }
     const collected = {stdout: [] as Buffer[], stderr: [] as Buffer[]}
@@ -436,7 +438,7 @@ export class DockerRuntime {
           const stat = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as {name?: string; mode?: number; linkTarget?: string}
           return {name: stat.name ?? '', mode: stat.mode ?? 0, linkTarget: stat.linkTarget ?? ''}
         } catch (error) {
-          if ((error as EngineError)?.statusCode === 404) return null
+          if ((error as DockerApiError)?.statusCode === 404) return null
           throw this.wrap(error, 'IMAGE_INSPECT_FAILED', `cannot look at ${path} in image ${imageId.slice(0, 19)}`)
         }
       },
@@ -445,7 +447,7 @@ export class DockerRuntime {
         try {
           stream = await container.getArchive({path, ...this.deadline()})
         } catch (error) {
-          if ((error as EngineError)?.statusCode === 404) return null
+          if ((error as DockerApiError)?.statusCode === 404) return null
           throw this.wrap(error, 'IMAGE_INSPECT_FAILED', `cannot read ${path} in image ${imageId.slice(0, 19)}`)
         }
         return firstFileOfTar(stream, maxBytes)
@@ -487,9 +489,9 @@ export class DockerRuntime {
       await this.docker.getContainer(containerId).remove({force: options.force ?? true, v: true, ...this.deadline()})
       return 'removed'
     } catch (error) {
-      const status = (error as EngineError)?.statusCode
+      const status = (error as DockerApiError)?.statusCode
       // 404: gone; 409 "removal already in progress": someone else is removing it
-      if (status === 404 || (status === 409 && /already in progress/i.test(engineMessage(error)))) return 'absent'
+      if (status === 404 || (status === 409 && /already in progress/i.test(dockerMessage(error)))) return 'absent'
       throw this.wrap(error, 'CONTAINER_REMOVE_FAILED', `cannot remove container ${containerId.slice(0, 12)}`)
     }
   }
@@ -503,11 +505,11 @@ export class DockerRuntime {
       })
     }
     debug('%s: %O', what, error)
-    return new ContainerError(code, `${what}: ${engineMessage(error)}`, {cause: error})
+    return new ContainerError(code, `${what}: ${dockerMessage(error)}`, {cause: error})
   }
 }
 
-/** What `docker create` gets for a spec: the engine's API shape, without the call (unit-tested as data). */
+/** What `docker create` gets for a spec: the Docker API's shape, without the call (unit-tested as data). */
 export function containerCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOptions {
   const env: Record<string, string> = {...spec.env}
   // A device request sets NVIDIA_VISIBLE_DEVICES for PID 1 only; in Config.Env `docker exec` sees it too.
@@ -535,7 +537,7 @@ export function containerCreateOptions(spec: ContainerSpec): Docker.ContainerCre
       ...(spec.capDrop ? {CapDrop: [...spec.capDrop]} : {}),
       ...(spec.capAdd ? {CapAdd: [...spec.capAdd]} : {}),
       ...(spec.noNewPrivileges ? {SecurityOpt: ['no-new-privileges:true']} : {}),
-      // No Count together with DeviceIDs: the engine accepts it at create and fails at start.
+      // No Count together with DeviceIDs: the daemon accepts it at create and fails at start.
       ...(spec.deviceIds && spec.deviceIds.length > 0
         ? {DeviceRequests: [{Driver: 'nvidia', DeviceIDs: [...spec.deviceIds], Capabilities: [['gpu', 'compute', 'utility']]}]}
         : {}),

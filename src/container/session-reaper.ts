@@ -3,7 +3,7 @@
  * Docker runtime, loaded only when a pass has something to do.
  */
 import type {BookStoreDeps} from '../apply/book-store.js'
-import {isReapDue, type ReapResult, reapSessions} from '../apply/reap.js'
+import {type ReapResult, reapSessions} from '../apply/reap.js'
 import type {SessionPolicy} from '../core/session-policy.js'
 
 export type ReaperOptions = {readonly now?: () => number}
@@ -21,13 +21,4 @@ export async function reapNow(deps: BookStoreDeps, policy: SessionPolicy, option
     notify: async (session, message) => (session.container ? containerNotifier(docker())(session, message) : undefined),
     logins: async (session) => (session.container ? containerLogins(docker(), options.now)(session) : null),
   })
-}
-
-/**
- * For every command that opens the state where no reaper is installed (a user's own sandbox, a team's un-installed
- * folder): a pass only when something is due, else nothing is loaded. Null: nothing was due.
- */
-export async function reapIfDue(deps: BookStoreDeps, policy: SessionPolicy, options: ReaperOptions = {}): Promise<ReapResult | null> {
-  if (!isReapDue(deps.stateDir, policy, options.now?.())) return null
-  return reapNow(deps, policy, options)
 }

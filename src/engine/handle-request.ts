@@ -4,12 +4,10 @@
  * installation), so a member's request and root's own run the same code; who asks comes from the process
  * (invokingUser), never from the request.
  */
-import type {ExtendResult} from '../apply/session-clock.js'
-import type {QueuedRequest} from '../apply/wait-queue.js'
-import type {RecoverResult} from '../apply/recover.js'
 import type {DoctorResult} from '../client/doctor-checks.js'
-import type {DownResult} from '../client/end-sessions.js'
-import type {HostView} from '../client/read-host-status.js'
+import type {DownResult, ExtendResult} from '../client/end-sessions.js'
+import type {HostView, QueuedRequest} from '../client/read-host-status.js'
+import type {RecoverResult} from '../client/recover-state.js'
 import type {RequestIo} from '../client/request-io.js'
 import type {SessionReach} from '../client/session-access.js'
 import type {SessionSshd} from '../client/session-on-host.js'
@@ -64,10 +62,7 @@ const handlers: Handlers = {
     return {session: access.container.session, exitCode}
   },
   verify: async (request, io) => (await import('../measure/verify-session.js')).verifySession(request.name ?? undefined, request, io.progress),
-  recover: async () => {
-    const [{applyContext}, {recoverAll}] = await Promise.all([import('../client/apply-context.js'), import('../apply/recover.js')])
-    return recoverAll((await applyContext({mutates: true})).deps)
-  },
+  recover: async () => (await import('../client/recover-state.js')).recoverState(),
   doctor: async () => (await import('../client/doctor-checks.js')).checkHost(),
 }
 

@@ -9,7 +9,7 @@ import {isSmiError, smiUnparseable} from './smi-error.js'
 import type {ComputeInstance, GpuInstance, HostGpu, HostProbe, MigDevice} from './types.js'
 
 /**
- * The GPU as the apply engine sees it: reads, and typed mutations that either succeed or throw.
+ * The GPU as the journal runner (apply/) sees it: reads, and typed mutations that either succeed or throw.
  * Instances are created and destroyed by their own IDs only; nothing here can touch all instances at once.
  */
 export type GpuProbeOptions = Pick<ProbeOptions, 'mig' | 'migExpected' | 'index'>

@@ -19,7 +19,7 @@ const DEGRADABLE = new Set(['SMI_PERMISSION', 'SMI_NOT_SUPPORTED'])
  * Reads the host's GPUs with a fixed number of nvidia-smi calls, whatever the GPU count: `-q` always, and
  * `mig -lgip` plus `mig -lgi` (which cover every GPU at once) only when some GPU has MIG enabled now.
  * With `only` (an index or UUID) every call reads that one GPU: on an 8-GPU box a full `-q` takes
- * several hundred ms, and the apply engine makes its reads while it holds the GPU's lock.
+ * several hundred ms, and the journal runner (apply/) makes its reads while it holds the GPU's lock.
  */
 export type ProbeOptions = {
   readonly only?: string | number

@@ -55,10 +55,7 @@ export type PlanConstraints = {
 
 export type Plan = Readonly<PlanShape>
 export type TargetSummary = Plan['target']
-export type MigChoice = NonNullable<Plan['mig']>
 export type MpsShaping = NonNullable<Plan['mps']>
 export type Expected = Plan['expected']
-export type AxisErrors = Plan['errors']
 export type MeasuredPlan = NonNullable<Plan['measured']>
-export type PlanMemory = NonNullable<Plan['memory']>
 export type PlanRanks = NonNullable<Plan['ranks']>

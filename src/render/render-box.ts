@@ -1,4 +1,4 @@
-import type {GpuStatus} from '../apply/host-status.js'
+import type {GpuStatus} from '../client/read-host-status.js'
 import {leaseLine} from './render-lease.js'
 import type {HostView, SessionView} from '../client/read-host-status.js'
 import {sliceOf} from './render-ps.js'

@@ -1,4 +1,4 @@
-import type {ClosedSession} from '../apply/tear-down.js'
+import type {ClosedSession} from '../client/end-sessions.js'
 
 /** The text view of `down`: each session ended, what it restored, its notes. */
 export function renderDown(closed: readonly ClosedSession[]): string {

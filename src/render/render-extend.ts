@@ -1,4 +1,4 @@
-import type {ExtendResult} from '../apply/session-clock.js'
+import type {ExtendResult} from '../client/end-sessions.js'
 import {formatDuration} from '../core/duration.js'
 import {escapeControl} from '../core/failure.js'
 

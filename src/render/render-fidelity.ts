@@ -127,10 +127,8 @@ export function renderFidelity(r: FidelityReport): string {
       ),
     ),
     '',
-    'No other target has been measured in a session yet: that needs a GPU (issue 28, item 5).',
+    'No other target has been measured in a session yet: that needs a GPU.',
     MARK_STOP,
   ]
   return `${lines.join('\n')}\n`
 }
-
-export const FIDELITY_MARKERS = {start: MARK_START, stop: MARK_STOP} as const

@@ -1,4 +1,4 @@
-import type {HoldOutcome, LeaseState, ReleaseOutcome} from '../apply/lease-hold.js'
+import type {HoldOutcome, LeaseState, ReleaseOutcome} from '../client/gpu-lease.js'
 
 /** A GPU's leases after `lease hold|release`, a line each. */
 export function renderLeases(leases: readonly LeaseState[]): string[] {

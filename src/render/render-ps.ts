@@ -1,5 +1,5 @@
 import type {SessionView} from '../client/read-host-status.js'
-import type {QueuedRequest} from '../apply/wait-queue.js'
+import type {QueuedRequest} from '../client/read-host-status.js'
 import {formatDuration} from '../core/duration.js'
 import {formatTable} from './format-table.js'
 

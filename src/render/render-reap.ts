@@ -1,4 +1,4 @@
-import type {ReapResult} from '../apply/reap.js'
+import type {ReapResult} from '../client/reap-sessions.js'
 import {formatDuration} from '../core/duration.js'
 import {escapeControl} from '../core/failure.js'
 

@@ -1,4 +1,4 @@
-import type {RecoverResult} from '../apply/recover.js'
+import type {RecoverResult} from '../client/recover-state.js'
 
 /** The text view of `recover`: what each GPU recovered, names released, notes. */
 export function renderRecover(r: RecoverResult): string {

@@ -127,7 +127,6 @@ export const inputFrameSchema = z.discriminatedUnion('t', [
   z.strictObject({t: z.literal('resize'), rows: z.number().int().min(1).max(1000), cols: z.number().int().min(1).max(1000)}),
   z.strictObject({t: z.literal('cancel')}),
 ])
-export type InputFrame = z.infer<typeof inputFrameSchema>
 
 /** The request with the protocol version, as the client sends it. */
 export function requestLine<Op extends EngineOp>(request: RequestOf<Op>): string {

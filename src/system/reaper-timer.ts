@@ -1,5 +1,5 @@
 /**
- * The reaper's timer (issue 20): what ends sessions at their TTL, or idle, when nobody runs a command. `system install`
+ * The reaper's timer: what ends sessions at their TTL, or idle, when nobody runs a command. `system install`
  * puts up a systemd timer when systemd runs (/run/systemd/system), else an /etc/cron.d entry when cron is there, else
  * nothing (then `system status` and doctor say no reaper is installed). Either runs root's gpu-cosplay, the box's
  * package with root's node (`NODE PACKAGE/bin/run.js system reap`), as root at a shell does: the engine serves members'

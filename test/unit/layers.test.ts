@@ -38,6 +38,11 @@ function importsOf(text: string): string[] {
   return [...specifiers, ...dynamic]
 }
 
+/** Whether `spec`, imported by `file` (a path in src/), names a module of apply/. */
+function reachesApply(file: string, spec: string): boolean {
+  return spec.startsWith('.') && relative(SRC, join(SRC, file, '..', spec)).startsWith('apply/')
+}
+
 /** Every module of src/ with the modules it imports (static, type-only and dynamic alike), as paths in src/. */
 function importGraph(): Map<string, string[]> {
   return new Map(
@@ -117,6 +122,23 @@ describe('layering', () => {
       expect({file, fs: /node:fs|child_process|nano-spawn/.test(text)}).toEqual({file, fs: false})
       expect({file, env: /process\.env|Date\.now|new Date\(/.test(text)}).toEqual({file, env: false})
     }
+  })
+
+  // Commands call use cases (client/, measure/) and renderers take their types from them: the journal, books and
+  // leases of apply/ stay behind the use cases that the engine serves members with too.
+  it.each(
+    files
+      .map((f) => relative(SRC, f))
+      .filter((f) => /^(commands|render)\//.test(f))
+      .map((f) => [f]),
+  )('%s imports nothing of apply/', (file) => {
+    expect(importsOf(readFileSync(join(SRC, file), 'utf8')).filter((spec) => reachesApply(file, spec))).toEqual([])
+  })
+
+  it('detects a command or renderer reaching into apply/ (the check can fail)', () => {
+    expect(reachesApply('commands/lease/hold.ts', '../../apply/lease-hold.js')).toBe(true)
+    expect(reachesApply('render/render-down.ts', '../apply/tear-down.js')).toBe(true)
+    expect(reachesApply('commands/down.ts', '../client/end-sessions.js')).toBe(false)
   })
 
   it('detects a backward import (the check can fail)', () => {

@@ -20,11 +20,7 @@ function tolerateGone(error: unknown): void {
   if (!isSmiError(error, 'SMI_NOT_FOUND_INSTANCE')) throw error
 }
 
-/**
- * `-cgi P -C`: the GPU instance and its default compute instance in one call (params.withComputeInstance says so
- * in the journal). Journals written before that param existed made the compute instance in a create-ci step of
- * its own, and undo as before.
- */
+/** `-cgi P -C`: the GPU instance and its default compute instance in one call (params.withComputeInstance says so in the journal). */
 export const createGpuInstance: StepImpl = {
   kind: 'create-gi',
   describe: (params) =>
@@ -49,13 +45,11 @@ export const createGpuInstance: StepImpl = {
     const index = ctx.live.index
     const id = (entry.result?.gpuInstanceId as number | undefined) ?? (await findNewGpuInstance(ctx, entry.params, entry.prior))
     if (id === null) return
-    if (entry.params.withComputeInstance) {
-      // A GPU instance this session made holds only compute instances this session made (-C's, or after a crash
-      // between the call and its record, whatever it left): a GPU instance is destroyed only once it holds none.
-      const recorded = entry.result?.computeInstanceId as number | null | undefined
-      const cis = recorded != null ? [recorded] : (await ctx.gpu.computeInstances(index, id)).map((ci) => ci.id)
-      for (const ci of cis) await ctx.gpu.destroyComputeInstance(index, id, ci).catch(tolerateGone)
-    }
+    // A GPU instance this session made holds only compute instances this session made (-C's, or after a crash
+    // between the call and its record, whatever it left): a GPU instance is destroyed only once it holds none.
+    const recorded = entry.result?.computeInstanceId as number | null | undefined
+    const cis = recorded != null ? [recorded] : (await ctx.gpu.computeInstances(index, id)).map((ci) => ci.id)
+    for (const ci of cis) await ctx.gpu.destroyComputeInstance(index, id, ci).catch(tolerateGone)
     // Destroyed by its own ID; "not found" means it is gone already, which is what undo wants.
     await ctx.gpu.destroyGpuInstance(index, id).catch(tolerateGone)
   },
@@ -74,33 +68,4 @@ async function findNewGpuInstance(ctx: StepContext, params: Json, prior: Json): 
   if (fresh.length === 1) return fresh[0].id
   if (fresh.length > 1) ctx.notes.push(`GPU ${index}: ${fresh.length} unrecorded GPU instances of profile ${params.profileId}; none was destroyed`)
   return null
-}
-
-/** Only undone: journals from before `-cgi -C` made the compute instance with `-cci` in a step of its own. */
-export const createComputeInstance: StepImpl = {
-  kind: 'create-ci',
-  describe: () => 'create compute instance (default profile)',
-
-  readPrior: async () => onlyUndone(),
-  apply: async () => onlyUndone(),
-
-  async undo(ctx, entry) {
-    const gi = entry.prior.gpuInstanceId as number | null
-    if (gi === null) return
-    const recorded = entry.result?.computeInstanceId as number | null | undefined
-    const ids = recorded != null ? [recorded] : await newComputeInstances(ctx, gi, entry.prior)
-    const live = ctx.live
-    for (const ci of ids) await ctx.gpu.destroyComputeInstance(live.index, gi, ci).catch(tolerateGone)
-  },
-}
-
-function onlyUndone(): never {
-  throw new Error('create-ci is only undone: new sessions make the compute instance with -cgi -C')
-}
-
-async function newComputeInstances(ctx: StepContext, gi: number, prior: Json): Promise<number[]> {
-  const before = new Set(prior.computeInstanceIds as number[])
-  const others = ownedByOthers(ctx).cis
-  const now = await ctx.gpu.computeInstances(ctx.live.index, gi)
-  return now.map((ci) => ci.id).filter((id) => !before.has(id) && !others.has(`${gi}/${id}`))
 }

@@ -5,7 +5,7 @@ import type {BookSession, GpuBook, JournalEntry} from '../gpu-book.js'
 
 export type Json = Record<string, unknown>
 
-/** What a step sees: the GPU, this GPU's book (a working copy the engine persists), and the session. */
+/** What a step sees: the GPU, this GPU's book (a working copy the journal runner persists), and the session. */
 export type StepContext = {
   readonly gpu: GpuControl
   readonly book: GpuBook
@@ -27,7 +27,7 @@ export interface StepImpl {
   readPrior(ctx: StepContext, params: Json): Promise<Json | null>
   /**
    * Acts; returns what undo needs (IDs). A half-done apply removes its own effect before throwing. It lets a refused
-   * nvidia-smi change (SmiError.refused) escape only when that was its first change: the engine then drops the
+   * nvidia-smi change (SmiError.refused) escape only when that was its first change: the journal runner then drops the
    * intent, since nothing of the step happened (a later change's refusal must be wrapped, so that undo runs).
    */
   apply(ctx: StepContext, params: Json, prior: Json): Promise<Json>

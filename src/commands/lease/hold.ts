@@ -1,11 +1,10 @@
 import {Flags} from '@oclif/core'
 
-import type {HoldOutcome} from '../../apply/lease-hold.js'
+import type {HoldOutcome} from '../../client/gpu-lease.js'
 import {InputError} from '../../core/errors.js'
 import {requireRootOnSharedBox} from '../../core/invoking-user.js'
 import {BaseCommand} from '../../shell/base-command.js'
 import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
-import {currentCatalog} from '../../client/context.js'
 import {renderHold} from '../../render/render-lease.js'
 
 export type LeaseHoldResult = HoldOutcome
@@ -32,39 +31,15 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
     requireRootOnSharedBox('lease hold', "sets the clock and power limit of every tenant's GPU")
     const remote = await this.forwardToHost(flags.host, renderHold)
     if (remote) return remote.result
-    const [{applyContext, cancelOnSignals}, {holdLease, assertHoldInput}] = await Promise.all([
-      import('../../client/apply-context.js'),
-      import('../../apply/lease-hold.js'),
-    ])
-    // Flags are checked before the GPU is contacted; the values against the GPU's ranges once it is read.
     const clockMHz = flags['clock-mhz'] ?? null
     const powerLimitW = flags['power-limit-w'] === undefined ? null : parseWatts(flags['power-limit-w'])
-    assertHoldInput(flags.holder, {clockMHz, powerLimitW})
-    const catalog = await currentCatalog()
-    const ctx = await applyContext({mutates: true})
     const quiet = this.jsonEnabled()
-    const say = (message: string) => (quiet ? undefined : this.logToStderr(message))
     // No spinner: prologs and DaemonSets log stderr line by line, and a hold takes a few nvidia-smi calls.
-    const cancel = cancelOnSignals(say)
-    try {
-      const result = await holdLease(
-        {
-          hostGpu: flags['host-gpu'],
-          holder: flags.holder,
-          clockMHz,
-          powerLimitW,
-          owner: ctx.owner,
-          isRoot: ctx.isRoot,
-          pid: process.pid,
-          hostname: ctx.hostname,
-        },
-        {...ctx.deps, catalog, cancel, onProgress: say},
-      )
-      if (!quiet) this.log(renderHold(result))
-      return result
-    } finally {
-      cancel.dispose()
-    }
+    const say = (message: string) => (quiet ? undefined : this.logToStderr(message))
+    const {holdGpuLease} = await import('../../client/gpu-lease.js')
+    const result = await holdGpuLease({hostGpu: flags['host-gpu'], holder: flags.holder, clockMHz, powerLimitW}, say)
+    if (!quiet) this.log(renderHold(result))
+    return result
   }
 }
 

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import type {ReleaseOutcome} from '../../apply/lease-hold.js'
+import type {ReleaseOutcome} from '../../client/gpu-lease.js'
 import {requireRootOnSharedBox} from '../../core/invoking-user.js'
 import {BaseCommand} from '../../shell/base-command.js'
 import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
@@ -28,10 +28,8 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     const remote = await this.forwardToHost(flags.host, renderRelease)
     if (remote) return remote.result
     requireRootOnSharedBox('lease release', "puts back the clock and power limit of every tenant's GPU")
-    const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('../../client/apply-context.js'), import('../../apply/lease-hold.js')])
-    assertHolder(flags.holder)
-    const ctx = await applyContext({mutates: true})
-    const result = await releaseLease({hostGpu: flags['host-gpu'], holder: flags.holder}, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
+    const {releaseGpuLease} = await import('../../client/gpu-lease.js')
+    const result = await releaseGpuLease({hostGpu: flags['host-gpu'], holder: flags.holder})
     if (!this.jsonEnabled()) this.log(renderRelease(result))
     return result
   }

@@ -1,4 +1,4 @@
-import type {ReapResult} from '../../apply/reap.js'
+import type {ReapResult} from '../../client/reap-sessions.js'
 import {renderReap} from '../../render/render-reap.js'
 import {requireRootOnSharedBox} from '../../core/invoking-user.js'
 import {BaseCommand} from '../../shell/base-command.js'
@@ -13,9 +13,7 @@ system install runs it as root every 30 s (systemd) or every minute (cron). On a
   async run(): Promise<ReapResult> {
     await this.parse(SystemReap)
     requireRootOnSharedBox('system reap', 'ends anyone’s session (the reaper timer runs it)')
-    const [{assertMayReap, reapBox}, {applyContext}] = await Promise.all([import('../../system/reap-box.js'), import('../../client/apply-context.js')])
-    assertMayReap()
-    const result = await reapBox(async () => (await applyContext({mutates: true, reapFirst: false})).deps)
+    const result = await (await import('../../client/reap-sessions.js')).reapSessions()
     if (!this.jsonEnabled()) this.log(renderReap(result))
     return result
   }

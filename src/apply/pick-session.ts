@@ -2,8 +2,8 @@
  * The session a session command (ssh, exec, verify, report, ssh-config) means: the one named, or the
  * caller's only one. Reads the books without the lock (they are replaced atomically).
  */
-import {listSessions} from '../apply/book-store.js'
-import {isLeaseSession, isSessionPart, type SessionRecord} from '../apply/gpu-book.js'
+import {listSessions} from './book-store.js'
+import {isLeaseSession, isSessionPart, type SessionRecord} from './gpu-book.js'
 import {InputError, StateError} from '../core/errors.js'
 
 export function pickSession(stateDir: string, name: string | undefined, requester: {uid: number; isRoot: boolean}): SessionRecord {

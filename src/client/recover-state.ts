@@ -1,0 +1,9 @@
+/** `recover`: finish or roll back what gpu-cosplay processes that died mid-way left in the journals, on every GPU. */
+import type {RecoverResult} from '../apply/recover.js'
+
+export type {RecoverResult} from '../apply/recover.js'
+
+export async function recoverState(): Promise<RecoverResult> {
+  const [{applyContext}, {recoverAll}] = await Promise.all([import('./apply-context.js'), import('../apply/recover.js')])
+  return recoverAll((await applyContext({mutates: true})).deps)
+}
