@@ -1,6 +1,6 @@
 import {pickGpu} from '../host/pick-gpu.js'
 import {type BookStoreDeps, withBook} from './book-store.js'
-import {unwindSession} from './engine.js'
+import {unwindSession} from './journal.js'
 import {releaseName} from './session-names.js'
 
 export type ResetResult = {

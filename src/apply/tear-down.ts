@@ -1,6 +1,6 @@
 import {InputError, StateError} from '../core/errors.js'
 import {type BookStoreDeps, listBooks, listSessions, type OpenBook, type SessionLocation, withBook} from './book-store.js'
-import {unwindSession} from './engine.js'
+import {unwindSession} from './journal.js'
 import {type BookSession, isLeaseSession, isSessionPart} from './gpu-book.js'
 import {releaseName} from './session-names.js'
 

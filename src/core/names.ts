@@ -26,7 +26,7 @@ export const HOST_ENV = {
   dockerHost: 'DOCKER_HOST',
   /** the interpreter (with CUDA torch) that `calibrate` measures with; default python3 */
   python: 'GPU_COSPLAY_PYTHON',
-  /** test-only: a step kind the engine pauses after (see apply/engine.ts) */
+  /** test-only: a step kind the journal runner pauses after (see apply/journal.ts) */
   testPauseAfterStep: 'GPU_COSPLAY_TEST_PAUSE_AFTER_STEP',
 } as const
 
