@@ -18,7 +18,6 @@ import {InputError, StateError} from '../core/errors.js'
 import type {Executor} from '../core/executor.js'
 import {findExecutable} from '../core/find-executable.js'
 import {LocalExecutor} from '../core/local-executor.js'
-import {readTextIfExists, UnsafeFileError, writeTextAtomic} from '../core/json-file.js'
 import {ensureDirMode} from '../core/settle-dir.js'
 import {SHARED_STATE_DIR} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
@@ -26,6 +25,7 @@ import {byteSizeOf} from '../core/units.js'
 import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SETSID, SUDOERS_PATH} from './entry-point.js'
 import {installReaper, removeReaper, rootCommand} from './reaper-timer.js'
 import {whyNotRootOnly, whyNotRootsEntry, whyTreeNotRootOnly} from './trusted-path.js'
+import {type WrittenItem, writeIfChanged} from './write-if-changed.js'
 
 export const DEFAULT_GROUP = 'gpu-cosplay'
 const ROOT = {uid: 0, gid: 0}
@@ -49,7 +49,7 @@ export type InstallRequest = {
   shmSizeMax?: string
 }
 
-export type InstallItem = {what: string; path: string; action: 'created' | 'updated' | 'unchanged'}
+export type InstallItem = WrittenItem
 export type InstallResult = {config: BoxConfig; items: InstallItem[]; notes: string[]}
 export type UninstallResult = {removed: string[]; kept: string[]}
 
@@ -313,14 +313,6 @@ function ensureRootDir(dir: string): void {
   ensureDirMode(dir, 0o755, ROOT)
 }
 
-function writeIfChanged(what: string, file: string, text: string, mode: number): InstallItem {
-  const current = plainFileText(file)
-  const info = current === null ? null : fs.lstatSync(file)
-  if (current === text && info && info.uid === 0 && (info.mode & 0o7777) === mode) return {what, path: file, action: 'unchanged'}
-  writeTextAtomic(file, text, mode)
-  return {what, path: file, action: current === null ? 'created' : 'updated'}
-}
-
 /** The rule is checked by visudo before it is put where sudo reads it: a broken sudoers file locks sudo for everyone. */
 async function writeSudoers(text: string, executor: Executor): Promise<InstallItem> {
   const scratch = mkdtempSync(path.join(tmpdir(), 'gpu-cosplay-sudoers-'))
@@ -347,15 +339,6 @@ function assertRoot(command: string): void {
 }
 
 /** The file's text; null when it is missing or not a plain file (a link in its place is replaced, never followed). */
-function plainFileText(file: string): string | null {
-  try {
-    return readTextIfExists(file)
-  } catch (error) {
-    if (error instanceof UnsafeFileError) return null
-    throw error
-  }
-}
-
 function isLink(file: string): boolean {
   try {
     return fs.lstatSync(file).isSymbolicLink()

@@ -9,8 +9,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 import type {Executor} from '../core/executor.js'
-import {writeTextAtomic} from '../core/json-file.js'
 import {StateError} from '../core/errors.js'
+import {type WrittenItem, writeIfChanged} from './write-if-changed.js'
 
 export type ReaperPaths = {readonly systemdRun: string; readonly systemdDir: string; readonly cronDir: string}
 export const REAPER_PATHS: ReaperPaths = {systemdRun: '/run/systemd/system', systemdDir: '/etc/systemd/system', cronDir: '/etc/cron.d'}
@@ -19,7 +19,7 @@ export const REAPER_UNIT = 'gpu-cosplay-reap'
 export const REAPER_PERIOD_S = {systemd: 30, cron: 60} as const
 
 export type ReaperKind = 'systemd' | 'cron' | 'none'
-export type ReaperItem = {what: string; path: string; action: 'created' | 'updated' | 'unchanged'}
+export type ReaperItem = WrittenItem
 
 /** root's own gpu-cosplay: the box's node on the box's package (both root's alone: system install checks) */
 export function rootCommand(nodePath: string, pkg: string): string {
@@ -68,10 +68,11 @@ export function reaperKind(paths: ReaperPaths = REAPER_PATHS): ReaperKind {
 export async function installReaper(command: string, executor: Executor, paths: ReaperPaths = REAPER_PATHS): Promise<{kind: ReaperKind; items: ReaperItem[]}> {
   const kind = reaperKind(paths)
   if (kind === 'none') return {kind, items: []}
-  if (kind === 'cron') return {kind, items: [writeIfChanged('reaper (cron)', path.join(paths.cronDir, REAPER_UNIT), renderCron(command))]}
+  if (kind === 'cron')
+    return {kind, items: [writeIfChanged('reaper (cron)', path.join(paths.cronDir, REAPER_UNIT), renderCron(command), 0o644, reaperOwners())]}
   const items = [
-    writeIfChanged('reaper service', path.join(paths.systemdDir, `${REAPER_UNIT}.service`), renderService(command)),
-    writeIfChanged('reaper timer', path.join(paths.systemdDir, `${REAPER_UNIT}.timer`), renderTimer()),
+    writeIfChanged('reaper service', path.join(paths.systemdDir, `${REAPER_UNIT}.service`), renderService(command), 0o644, reaperOwners()),
+    writeIfChanged('reaper timer', path.join(paths.systemdDir, `${REAPER_UNIT}.timer`), renderTimer(), 0o644, reaperOwners()),
   ]
   for (const argv of [
     ['systemctl', 'daemon-reload'],
@@ -107,11 +108,9 @@ export async function removeReaper(executor: Executor, paths: ReaperPaths = REAP
   return removed
 }
 
-function writeIfChanged(what: string, file: string, text: string): ReaperItem {
-  const current = readIfFile(file)
-  if (current === text) return {what, path: file, action: 'unchanged'}
-  writeTextAtomic(file, text, 0o644)
-  return {what, path: file, action: current === null ? 'created' : 'updated'}
+/** root's (or, in tests, this user's): a file someone else put there is not our reaper */
+function reaperOwners(): number[] {
+  return [0, process.getuid?.() ?? 0]
 }
 
 function readIfFile(file: string): string | null {
