@@ -1,16 +1,16 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
-import {isProcessGone} from '../core/process-gone.js'
+import {diedOnThisHost, type RecordedProcess, startTicksOf} from '../core/recorded-process.js'
 import {statePolicy} from '../core/state-policy.js'
 
 /**
  * Who holds a GPU lock, so that a waiter can take over at once from a holder that died on this host instead of
  * waiting for its lock directory to go stale. The holder writes `<lock>.owner` right after its mkdir won:
- * {pid, hostname, the lock directory's inode and birth time}. The birth time ties the record to that one
+ * {pid, hostname, start time, the lock directory's inode and birth time}. The birth time ties the record to that one
  * directory: a record left by an earlier holder never matches a directory made since, even on a reused inode.
  */
-export type LockOwner = {readonly pid: number; readonly hostname: string; readonly ino: string; readonly birthtimeNs: string}
+export type LockOwner = RecordedProcess & {readonly ino: string; readonly birthtimeNs: string}
 
 /**
  * A dead holder's lock is taken over by pid only while its mtime is younger than this; older ones are left to
@@ -47,7 +47,7 @@ export function lockDirIdentity(dir: string): DirIdentity | null {
 export function recordOwner(lockPath: string): void {
   const id = lockDirIdentity(lockPath)
   if (!id || id.birthtimeNs === '0') return // no birth time on this file system: the mtime rule alone applies
-  const owner: LockOwner = {pid: process.pid, hostname: os.hostname(), ino: id.ino, birthtimeNs: id.birthtimeNs}
+  const owner: LockOwner = {pid: process.pid, hostname: os.hostname(), startTicks: startTicksOf(process.pid), ino: id.ino, birthtimeNs: id.birthtimeNs}
   try {
     writeTextAtomic(ownerPath(lockPath), JSON.stringify(owner), 0o644)
   } catch {
@@ -59,6 +59,7 @@ function readOwner(lockPath: string): LockOwner | null {
   try {
     const o = JSON.parse(readTextIfExists(ownerPath(lockPath), {owner: statePolicy().trustedOwner}) ?? 'null')
     if (typeof o?.pid !== 'number' || typeof o.hostname !== 'string' || typeof o.ino !== 'string' || typeof o.birthtimeNs !== 'string') return null
+    if (o.startTicks !== undefined && o.startTicks !== null && typeof o.startTicks !== 'string') return null
     return o as LockOwner
   } catch {
     return null
@@ -72,7 +73,7 @@ function heldByDeadLocal(lockPath: string, now: () => number): boolean {
   const id = lockDirIdentity(lockPath)
   if (!id || id.birthtimeNs === '0' || id.ino !== owner.ino || id.birthtimeNs !== owner.birthtimeNs) return false
   if (now() - id.mtimeMs >= PID_TAKEOVER_MAX_AGE_MS) return false
-  return isProcessGone(owner.pid)
+  return diedOnThisHost(owner)
 }
 
 /**

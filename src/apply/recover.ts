@@ -1,6 +1,6 @@
 import {type BookStoreDeps, listBooks, withBook} from './book-store.js'
 import {readClaims, releaseName} from './session-names.js'
-import {diedOnThisHost} from '../core/process-gone.js'
+import {diedOnThisHost} from '../core/recorded-process.js'
 
 export type RecoverResult = {
   readonly gpus: readonly {readonly uuid: string; readonly name: string; readonly recovered: readonly string[]}[]

@@ -3,6 +3,7 @@ import path from 'node:path'
 
 import {InputError, StateError} from '../core/errors.js'
 import {isUnsafeFileError, readTextIfExists, type RefusedFile, refusedFile} from '../core/json-file.js'
+import {startTicksOf} from '../core/recorded-process.js'
 import {statePolicy} from '../core/state-policy.js'
 import {userIdOf} from '../core/user-groups.js'
 
@@ -65,7 +66,7 @@ export function reserveName(stateDir: string, name: string, claim: {gpuUuid: str
   }
   try {
     fs.fchmodSync(fd, 0o644) // only ever created and removed (which the folder's mode governs), never rewritten
-    fs.writeSync(fd, `${JSON.stringify({version: 1, name, ...claim})}\n`)
+    fs.writeSync(fd, `${JSON.stringify({version: 1, name, ...claim, startTicks: startTicksOf(claim.pid)})}\n`)
   } catch (error) {
     fs.closeSync(fd)
     fs.rmSync(file, {force: true})
@@ -79,7 +80,8 @@ export function releaseName(stateDir: string, name: string): void {
   fs.rmSync(namePath(stateDir, name), {force: true})
 }
 
-export type NameClaim = {name: string; gpuUuid: string; pid: number; hostname: string}
+/** who claimed a name: startTicks in claims written since it was recorded (see core/recorded-process.ts) */
+export type NameClaim = {name: string; gpuUuid: string; pid: number; hostname: string; startTicks?: string | null}
 
 export function readClaims(stateDir: string): NameClaim[] {
   return scanClaims(stateDir).claims

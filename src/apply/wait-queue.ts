@@ -7,7 +7,7 @@ import * as z from 'zod'
 
 import {isCosplayError, StateError} from '../core/errors.js'
 import {isUnsafeFileError, readJsonFile, writeJsonAtomic} from '../core/json-file.js'
-import {isProcessGone} from '../core/process-gone.js'
+import {diedOnThisHost, startTicksOf} from '../core/recorded-process.js'
 import {settleDir} from '../core/settle-dir.js'
 import {statePolicy} from '../core/state-policy.js'
 import {listSessions} from './book-store.js'
@@ -89,7 +89,7 @@ export function listQueue(stateDir: string, now: number = Date.now()): QueuedReq
       if (isUnsafeFileError(error)) continue // never followed; doctor's business
       throw error
     }
-    if (read?.ok && isAlive(read.data) && silentPeriods(read.data, now) < EXPIRE_AFTER_PERIODS) live.push(read.data)
+    if (read?.ok && !diedOnThisHost(read.data) && silentPeriods(read.data, now) < EXPIRE_AFTER_PERIODS) live.push(read.data)
     else if (read !== null) fs.rmSync(file, {force: true}) // a waiter killed -9 or long stalled, or a damaged entry: no trace
   }
   // the usual case (ps, status): nobody waits, and the books need not be read for the order
@@ -271,22 +271,6 @@ function writeEntry(dir: string, options: WaitOptions<unknown>, retryMs: number)
   }
   writeJsonAtomic(path.join(dir, `${entry.id}.json`), entry)
   return entry
-}
-
-/** The waiter is still the process that wrote the entry: this host, this boot, the pid alive and started when it was. */
-function isAlive(entry: QueueEntry): boolean {
-  if (entry.hostname !== os.hostname()) return true // another host's waiter is never judged from here
-  if (isProcessGone(entry.pid)) return false
-  return entry.startTicks === null || startTicksOf(entry.pid) === entry.startTicks
-}
-
-export function startTicksOf(pid: number): string | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
-  } catch {
-    return null
-  }
 }
 
 /** When a GPU's book last changed (a session came or went): the newest mtime in gpus/. */

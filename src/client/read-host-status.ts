@@ -16,7 +16,7 @@ import type {RefusedFile} from '../core/json-file.js'
 import {probeHost} from '../host/probe.js'
 import {describeFailure, escapeFailure, type Failure} from '../core/failure.js'
 import {localSmi} from './context.js'
-import {diedOnThisHost} from '../core/process-gone.js'
+import {diedOnThisHost} from '../core/recorded-process.js'
 
 const NO_CONTAINERS: ContainerStates = {reachable: true, bySession: {}}
 
