@@ -14,6 +14,7 @@ import fs from 'node:fs'
 
 import {InputError, StateError} from '../core/errors.js'
 import type {Executor} from '../core/executor.js'
+import {loginGroupIds} from '../core/user-groups.js'
 
 /** open(2)'s O_PATH on Linux (x86_64 and aarch64 alike); Node's fs.constants does not name it. */
 export const O_PATH = 0o10000000
@@ -161,21 +162,9 @@ function refused(flag: string, asked: string, why: string): StateError {
 
 /** The caller's groups as the name service gives them (what setpriv --init-groups and a login would set). */
 async function supplementaryGroups(caller: MountCaller, executor: Executor): Promise<number[]> {
-  const result = await executor.run(['id', '-G', '--', caller.user], {timeoutMs: 10_000})
-  if (result.exitCode !== 0) {
-    throw new StateError(
-      'MOUNT_CHECK_FAILED',
-      `cannot read the groups of ${caller.user}: ${result.stderr.trim().split('\n')[0] || `exit ${result.exitCode}`}`,
-      {
-        exit: 4,
-      },
-    )
-  }
-  return result.stdout
-    .trim()
-    .split(/\s+/)
-    .filter((g) => /^\d+$/.test(g))
-    .map(Number)
+  const read = await loginGroupIds(caller.user, executor)
+  if (!read.ok) throw new StateError('MOUNT_CHECK_FAILED', `cannot read the groups of ${caller.user}: ${read.why}`, {exit: 4})
+  return read.gids
 }
 
 function closeAll(sources: readonly PinnedSource[]): void {

@@ -22,6 +22,7 @@ import {ensureDirMode} from '../core/settle-dir.js'
 import {SHARED_STATE_DIR} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
 import {byteSizeOf} from '../core/units.js'
+import {groupExists} from '../core/user-groups.js'
 import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SETSID, SUDOERS_PATH} from './entry-point.js'
 import {installReaper, removeReaper, rootCommand} from './reaper-timer.js'
 import {whyNotRootOnly, whyNotRootsEntry, whyTreeNotRootOnly} from './trusted-path.js'
@@ -251,8 +252,7 @@ ${dump(config, {lineWidth: -1})}`
 }
 
 async function ensureGroup(group: string, executor: Executor): Promise<InstallItem> {
-  const found = await executor.run(['getent', 'group', group])
-  if (found.exitCode === 0) return {what: 'group', path: group, action: 'unchanged'}
+  if (await groupExists(group, executor)) return {what: 'group', path: group, action: 'unchanged'}
   const made = await executor.run(['groupadd', '--system', group])
   if (made.exitCode !== 0) throw new StateError('GROUPADD_FAILED', `cannot create the group ${group}: ${made.stderr.trim().split('\n')[0]}`)
   return {what: 'group', path: group, action: 'created'}
