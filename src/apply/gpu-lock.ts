@@ -1,6 +1,7 @@
 import path from 'node:path'
 
 import {StateError} from '../core/errors.js'
+import {NOT_YET, pollUntil} from '../core/poll.js'
 import {lockDirIdentity, recordOwner, takeOverFromDeadLocal} from './lock-owner.js'
 
 export type LockOptions = {
@@ -35,12 +36,11 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (loc
   const waitMs = options.waitMs ?? 120_000
   const intervalMs = 100
   const lockPath = `${target}.lock`
-  const deadline = Date.now() + waitMs
   let compromised: Error | null = null
-  let release: () => Promise<void>
-  for (;;) {
+  let contended: unknown = null
+  const tryLock = async (): Promise<(() => Promise<void>) | typeof NOT_YET> => {
     try {
-      release = await lockfile.lock(target, {
+      const release = await lockfile.lock(target, {
         realpath: false,
         lockfilePath: lockPath,
         stale: LOCK_STALE_MS,
@@ -51,7 +51,7 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (loc
         },
       })
       recordOwner(lockPath)
-      break
+      return release
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') {
         // Not contention (a missing or unwritable folder...): say what it is, at once.
@@ -60,17 +60,20 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (loc
           fix: ['check the state directory: gpu-cosplay doctor'],
         })
       }
+      contended = error
       // A holder killed on this host is taken over at once; others (other hosts, no record) by the mtime rule.
-      if (takeOverFromDeadLocal(lockPath)) continue
-      if (Date.now() >= deadline) {
-        throw new StateError('GPU_LOCKED', `GPU ${gpuUuid} is busy: another gpu-cosplay command has held its lock for over ${waitMs / 1000} s`, {
-          cause: error,
-          fix: ['wait for it to finish, then retry', 'see what runs: gpu-cosplay status'],
-        })
-      }
-      await new Promise((resolve) => setTimeout(resolve, intervalMs))
+      return takeOverFromDeadLocal(lockPath) ? tryLock() : NOT_YET
     }
   }
+  const release = await pollUntil(tryLock, {
+    intervalMs,
+    deadline: Date.now() + waitMs,
+    timedOut: () =>
+      new StateError('GPU_LOCKED', `GPU ${gpuUuid} is busy: another gpu-cosplay command has held its lock for over ${waitMs / 1000} s`, {
+        cause: contended,
+        fix: ['wait for it to finish, then retry', 'see what runs: gpu-cosplay status'],
+      }),
+  })
   const taken = lockDirIdentity(lockPath)
   let lost: Error | null = null
   const stillHeld = (): boolean => {

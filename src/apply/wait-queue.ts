@@ -7,6 +7,7 @@ import * as z from 'zod'
 
 import {isCosplayError, StateError} from '../core/errors.js'
 import {isUnsafeFileError, readJsonFile, writeJsonAtomic} from '../core/json-file.js'
+import {NOT_YET, pollUntil} from '../core/poll.js'
 import {diedOnThisHost, startTicksOf} from '../core/recorded-process.js'
 import {settleDir} from '../core/settle-dir.js'
 import {statePolicy} from '../core/state-policy.js'
@@ -174,45 +175,51 @@ export async function waitInQueue<T>(stateDir: string, options: WaitOptions<T>):
   let missedAt: number | null = null
   let lastShown = ''
   try {
-    for (;;) {
-      if (options.signal?.aborted) throw new StateError('QUEUE_LEFT', `left the queue for ${options.want}; nothing was changed`, {fix: []})
-      if (Date.now() >= deadline) {
-        throw new StateError('QUEUE_TIMEOUT', `no slice for ${options.want} came free in time; left the queue, nothing was changed`, {
-          fix: ['see who holds the slices: gpu-cosplay status', 'wait longer: up --wait --timeout 2h'],
-        })
-      }
-      const order = listQueue(stateDir)
-      const at = order.findIndex((e) => e.id === entry.id)
-      if (at < 0) {
-        throw new StateError(
-          'QUEUE_EXPIRED',
-          `this request for ${options.want} lost its place in the queue: it was not heard from for over ${(EXPIRE_AFTER_PERIODS * retryMs) / 1000} s`,
-          {
-            fix: ['was it stopped (Ctrl-Z) or its output not read? ask again: up --wait'],
-          },
-        )
-      }
-      // a stalled waiter ahead is passed by, not waited for
-      const ahead = order.slice(0, at).filter((e) => !e.stalled)
-      const shown = `${at + 1}/${order.length}`
-      if (shown !== lastShown) {
-        lastShown = shown
-        options.onProgress?.({position: at + 1, waiting: order.length, want: options.want, ahead: ahead.map((e) => `${e.user}: ${e.want}`)})
-      }
-      // a book changed, or a new retry period began (the same boundaries for every waiter): a change for everyone
-      const changed = Math.max(booksChangedAt(stateDir), Math.floor(Date.now() / retryMs) * retryMs)
-      const myTurn = ahead.every((e) => e.missedAt !== undefined && Date.parse(e.missedAt) >= changed)
-      if (myTurn && (missedAt === null || changed > missedAt)) {
-        try {
-          return await options.attempt()
-        } catch (error) {
-          if (!isNoRoom(error)) throw error
-          missedAt = Date.now()
-          save({missedAt: new Date(missedAt).toISOString()})
+    return await pollUntil(
+      async () => {
+        const order = listQueue(stateDir)
+        const at = order.findIndex((e) => e.id === entry.id)
+        if (at < 0) {
+          throw new StateError(
+            'QUEUE_EXPIRED',
+            `this request for ${options.want} lost its place in the queue: it was not heard from for over ${(EXPIRE_AFTER_PERIODS * retryMs) / 1000} s`,
+            {
+              fix: ['was it stopped (Ctrl-Z) or its output not read? ask again: up --wait'],
+            },
+          )
         }
-      }
-      await sleep(options.pollMs ?? 500, options.signal)
-    }
+        // a stalled waiter ahead is passed by, not waited for
+        const ahead = order.slice(0, at).filter((e) => !e.stalled)
+        const shown = `${at + 1}/${order.length}`
+        if (shown !== lastShown) {
+          lastShown = shown
+          options.onProgress?.({position: at + 1, waiting: order.length, want: options.want, ahead: ahead.map((e) => `${e.user}: ${e.want}`)})
+        }
+        // a book changed, or a new retry period began (the same boundaries for every waiter): a change for everyone
+        const changed = Math.max(booksChangedAt(stateDir), Math.floor(Date.now() / retryMs) * retryMs)
+        const myTurn = ahead.every((e) => e.missedAt !== undefined && Date.parse(e.missedAt) >= changed)
+        if (myTurn && (missedAt === null || changed > missedAt)) {
+          try {
+            return await options.attempt()
+          } catch (error) {
+            if (!isNoRoom(error)) throw error
+            missedAt = Date.now()
+            save({missedAt: new Date(missedAt).toISOString()})
+          }
+        }
+        return NOT_YET
+      },
+      {
+        intervalMs: options.pollMs ?? 500,
+        deadline,
+        signal: options.signal,
+        aborted: () => new StateError('QUEUE_LEFT', `left the queue for ${options.want}; nothing was changed`, {fix: []}),
+        timedOut: () =>
+          new StateError('QUEUE_TIMEOUT', `no slice for ${options.want} came free in time; left the queue, nothing was changed`, {
+            fix: ['see who holds the slices: gpu-cosplay status', 'wait longer: up --wait --timeout 2h'],
+          }),
+      },
+    )
   } finally {
     clearInterval(heartbeat)
     fs.rmSync(file, {force: true})
@@ -286,16 +293,4 @@ function booksChangedAt(stateDir: string): number {
     }
   }
   return newest
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms)
-    function done() {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', done)
-      resolve()
-    }
-    signal?.addEventListener('abort', done, {once: true})
-  })
 }

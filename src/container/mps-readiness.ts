@@ -6,6 +6,7 @@
  */
 import {ContainerError} from '../core/errors.js'
 import {CONTAINER_MPS_STATUS_FILE, UNPRIVILEGED_MPS_STATUS_FILE} from '../core/names.js'
+import {NOT_YET, pollUntil} from '../core/poll.js'
 import type {Readiness} from './readiness.js'
 import type {DockerRuntime} from './runtime.js'
 import {execUserOf, type SessionContainer} from './session-container.js'
@@ -56,15 +57,15 @@ export function withMpsStatus(ready: Readiness, container: SessionContainer, run
     async waitUntilReady(timeoutMs, signal) {
       const deadline = Date.now() + timeoutMs
       const result = await ready.waitUntilReady(timeoutMs, signal)
-      // written before sshd starts: after the login it is there, the loop is for a slow file system
-      for (;;) {
-        signal?.throwIfAborted()
-        const decision = decideMpsStatus(await read(), wanted)
-        if (decision.kind === 'ready') return result
-        if (decision.kind === 'failed') throw mpsNotRunning(container, wanted, decision.why)
-        if (Date.now() >= deadline) throw mpsNotRunning(container, wanted, `the entrypoint wrote no ${file}`)
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+      // written before sshd starts: after the login it is there, the polling is for a slow file system
+      return pollUntil(
+        async () => {
+          const decision = decideMpsStatus(await read(), wanted)
+          if (decision.kind === 'failed') throw mpsNotRunning(container, wanted, decision.why)
+          return decision.kind === 'ready' ? result : NOT_YET
+        },
+        {intervalMs: 100, deadline, signal, timedOut: () => mpsNotRunning(container, wanted, `the entrypoint wrote no ${file}`)},
+      )
     },
   }
 }

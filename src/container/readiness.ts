@@ -4,6 +4,7 @@
  */
 import {ContainerError} from '../core/errors.js'
 import {CONTAINER_READY_MARKER, UNPRIVILEGED_READY_MARKER} from '../core/names.js'
+import {NOT_YET, pollUntil} from '../core/poll.js'
 import type {DockerRuntime} from './runtime.js'
 import {execUserOf, type SessionContainer} from './session-container.js'
 
@@ -41,7 +42,6 @@ export function entrypointDone(container: SessionContainer, runtime: DockerRunti
   return {
     describe: `the entrypoint of ${container.name}`,
     async waitUntilReady(timeoutMs, signal) {
-      const deadline = Date.now() + timeoutMs
       // nothing runs as root there: no user to make, the entrypoint says it is done in a folder it can write
       const done = container.unprivileged
         ? async () =>
@@ -51,18 +51,19 @@ export function entrypointDone(container: SessionContainer, runtime: DockerRunti
             const who = marker?.exitCode === 0 ? await runtime.exec(container.id, ['id', '-u', container.user]).catch(() => null) : null
             return who?.exitCode === 0
           }
-      while (Date.now() < deadline) {
-        signal?.throwIfAborted()
-        if (await done()) return {hostKey: null}
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      throw new ContainerError(
-        'CONTAINER_NOT_READY',
-        `the entrypoint of ${container.session} did not ${container.unprivileged ? 'finish' : `create user ${container.user}`} within ${Math.round(timeoutMs / 1000)} s`,
-        {
-          fix: [`look at its log: docker logs ${container.name}`],
-        },
-      )
+      return pollUntil(async () => ((await done()) ? {hostKey: null} : NOT_YET), {
+        intervalMs: 100,
+        deadline: Date.now() + timeoutMs,
+        signal,
+        timedOut: () =>
+          new ContainerError(
+            'CONTAINER_NOT_READY',
+            `the entrypoint of ${container.session} did not ${container.unprivileged ? 'finish' : `create user ${container.user}`} within ${Math.round(timeoutMs / 1000)} s`,
+            {
+              fix: [`look at its log: docker logs ${container.name}`],
+            },
+          ),
+      })
     },
   }
 }

@@ -9,6 +9,7 @@ import ssh2 from 'ssh2'
 import type {Client as ClientType, ClientChannel, ConnectConfig} from 'ssh2'
 import {ContainerError, CosplayError} from '../core/errors.js'
 import {DEBUG_NS} from '../core/names.js'
+import {NOT_YET, pollUntil} from '../core/poll.js'
 
 const {Client, utils} = ssh2
 const debug = createDebug(DEBUG_NS.container)
@@ -137,30 +138,43 @@ export class SshSession {
     let attempts = 0
     let authFailures = 0
     let lastError: unknown
-    while (Date.now() < deadline) {
-      options.signal?.throwIfAborted()
-      attempts++
-      try {
-        const {client, hostKey} = await connectOnce(target, Math.max(1000, Math.min(5000, deadline - Date.now())))
-        debug('ssh %s@%s:%d ready after %d attempt(s)', target.username, target.host, target.port, attempts)
-        return new SshSession(client, target, hostKey)
-      } catch (error) {
-        // a refused host key or a failed tunnel does not get better by retrying
-        if (error instanceof CosplayError) throw error
-        lastError = error
-        debug('ssh attempt %d: %s', attempts, (error as Error).message)
-        if (AUTH_FAILED.test((error as Error).message) && ++authFailures >= 5) break
-      }
-      await new Promise((resolve) => setTimeout(resolve, pauseMs))
-      if (Date.now() - started > 1000) pauseMs = Math.min(250, pauseMs * 1.5)
+    const failed = () => {
+      const refused = AUTH_FAILED.test(String((lastError as Error)?.message))
+      return new ContainerError(
+        refused ? 'SSH_AUTH_FAILED' : 'SSH_UNREACHABLE',
+        refused
+          ? `ssh login as ${target.username} on ${target.host}:${target.port} was refused`
+          : `no ssh login on ${target.host}:${target.port} within ${Math.round(timeoutMs / 1000)} s (${attempts} attempts)`,
+        {fix: ['look at the container log: docker logs <container>'], cause: lastError},
+      )
     }
-    const refused = AUTH_FAILED.test(String((lastError as Error)?.message))
-    throw new ContainerError(
-      refused ? 'SSH_AUTH_FAILED' : 'SSH_UNREACHABLE',
-      refused
-        ? `ssh login as ${target.username} on ${target.host}:${target.port} was refused`
-        : `no ssh login on ${target.host}:${target.port} within ${Math.round(timeoutMs / 1000)} s (${attempts} attempts)`,
-      {fix: ['look at the container log: docker logs <container>'], cause: lastError},
+    return pollUntil(
+      async () => {
+        attempts++
+        try {
+          const {client, hostKey} = await connectOnce(target, Math.max(1000, Math.min(5000, deadline - Date.now())))
+          debug('ssh %s@%s:%d ready after %d attempt(s)', target.username, target.host, target.port, attempts)
+          return new SshSession(client, target, hostKey)
+        } catch (error) {
+          // a refused host key or a failed tunnel does not get better by retrying
+          if (error instanceof CosplayError) throw error
+          lastError = error
+          debug('ssh attempt %d: %s', attempts, (error as Error).message)
+          if (AUTH_FAILED.test((error as Error).message) && ++authFailures >= 5) throw failed()
+          return NOT_YET
+        }
+      },
+      {
+        // from 10 ms, growing by half after the first second, to 250 ms
+        intervalMs: () => {
+          const now = pauseMs
+          if (Date.now() - started > 1000) pauseMs = Math.min(250, pauseMs * 1.5)
+          return now
+        },
+        deadline,
+        signal: options.signal,
+        timedOut: failed,
+      },
     )
   }
 
