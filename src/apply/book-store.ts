@@ -3,9 +3,10 @@ import path from 'node:path'
 
 import {isCosplayError} from '../core/errors.js'
 import {isUnsafeFileError, type RefusedFile, refusedFile} from '../core/json-file.js'
+import {bookPath, booksDir} from '../core/state-layout.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './journal.js'
-import {type BookSession, bookPath, emptyBook, type GpuBook, isLeaseSession, isSessionPart, readBook, type SessionRecord, writeBook} from './gpu-book.js'
+import {type BookSession, emptyBook, type GpuBook, isLeaseSession, isSessionPart, readBook, type SessionRecord, writeBook} from './gpu-book.js'
 import {type HeldLock, withGpuLock} from './gpu-lock.js'
 import {forgetIfRebooted} from './reboot.js'
 import {settleUnheldLeases} from './steps/lease-steps.js'
@@ -33,7 +34,7 @@ export type BookScan = {
  * command for the GPU it names still fails, in withBook). A real book that is damaged still throws JOURNAL_CORRUPT.
  */
 export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boolean} = {}): BookScan {
-  const dir = path.join(stateDir, 'gpus')
+  const dir = booksDir(stateDir)
   const scan: BookScan = {books: [], refused: []}
   if (!fs.existsSync(dir)) return scan
   for (const name of fs.readdirSync(dir).sort()) {

@@ -1,5 +1,3 @@
-import path from 'node:path'
-
 import * as z from 'zod'
 
 import {StateError} from '../core/errors.js'
@@ -246,10 +244,6 @@ export function heldSettings(book: GpuBook): HeldSettings {
     ...(power ? {powerLimitW: power.value as number} : {}),
     holders: [...new Set([...(clocks?.holders ?? []), ...(power?.holders ?? [])])],
   }
-}
-
-export function bookPath(stateDir: string, gpuUuid: string): string {
-  return path.join(stateDir, 'gpus', `${gpuUuid}.json`)
 }
 
 export function emptyBook(gpu: {uuid: string; name: string}, bootId: string | null): GpuBook {

@@ -2,6 +2,7 @@ import path from 'node:path'
 
 import {StateError} from '../core/errors.js'
 import {NOT_YET, pollUntil} from '../core/poll.js'
+import {lockPathOf, lockTargetOf} from '../core/state-layout.js'
 import {lockDirIdentity, recordOwner, takeOverFromDeadLocal} from './lock-owner.js'
 
 export type LockOptions = {
@@ -32,10 +33,10 @@ export type HeldLock = {
  */
 export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (lock: HeldLock) => Promise<T>, options: LockOptions = {}): Promise<T> {
   const lockfile = (await import('proper-lockfile')).default
-  const target = path.join(stateDir, 'gpus', gpuUuid)
+  const target = lockTargetOf(stateDir, gpuUuid)
   const waitMs = options.waitMs ?? 120_000
   const intervalMs = 100
-  const lockPath = `${target}.lock`
+  const lockPath = lockPathOf(stateDir, gpuUuid)
   let compromised: Error | null = null
   let contended: unknown = null
   const tryLock = async (): Promise<(() => Promise<void>) | typeof NOT_YET> => {

@@ -3,6 +3,7 @@ import os from 'node:os'
 import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
 import {diedOnThisHost, type RecordedProcess, startTicksOf} from '../core/recorded-process.js'
 import {statePolicy} from '../core/state-policy.js'
+import {lockOwnerPath, lockTakeoverPath} from '../core/state-layout.js'
 
 /**
  * Who holds a GPU lock, so that a waiter can take over at once from a holder that died on this host instead of
@@ -21,14 +22,6 @@ export const PID_TAKEOVER_MAX_AGE_MS = 3_000
 
 /** A crashed takeover's mutex older than this is removed (a takeover takes a few ms). */
 const MUTEX_STALE_MS = 10_000
-
-export function ownerPath(lockPath: string): string {
-  return `${lockPath}.owner`
-}
-
-function mutexPath(lockPath: string): string {
-  return `${lockPath}.takeover`
-}
 
 /** One lock directory, told apart from a later one at the same path: its inode and birth time (0: not known here). */
 export type DirIdentity = {readonly ino: string; readonly birthtimeNs: string; readonly mtimeMs: number}
@@ -49,7 +42,7 @@ export function recordOwner(lockPath: string): void {
   if (!id || id.birthtimeNs === '0') return // no birth time on this file system: the mtime rule alone applies
   const owner: LockOwner = {pid: process.pid, hostname: os.hostname(), startTicks: startTicksOf(process.pid), ino: id.ino, birthtimeNs: id.birthtimeNs}
   try {
-    writeTextAtomic(ownerPath(lockPath), JSON.stringify(owner), 0o644)
+    writeTextAtomic(lockOwnerPath(lockPath), JSON.stringify(owner), 0o644)
   } catch {
     // Without a record waiters fall back to the mtime rule: slower, never wrong.
   }
@@ -57,7 +50,7 @@ export function recordOwner(lockPath: string): void {
 
 function readOwner(lockPath: string): LockOwner | null {
   try {
-    const o = JSON.parse(readTextIfExists(ownerPath(lockPath), {owner: statePolicy().trustedOwner}) ?? 'null')
+    const o = JSON.parse(readTextIfExists(lockOwnerPath(lockPath), {owner: statePolicy().trustedOwner}) ?? 'null')
     if (typeof o?.pid !== 'number' || typeof o.hostname !== 'string' || typeof o.ino !== 'string' || typeof o.birthtimeNs !== 'string') return null
     if (o.startTicks !== undefined && o.startTicks !== null && typeof o.startTicks !== 'string') return null
     return o as LockOwner
@@ -83,7 +76,7 @@ function heldByDeadLocal(lockPath: string, now: () => number): boolean {
  */
 export function takeOverFromDeadLocal(lockPath: string, now: () => number = Date.now): boolean {
   if (!heldByDeadLocal(lockPath, now)) return false
-  const mutex = mutexPath(lockPath)
+  const mutex = lockTakeoverPath(lockPath)
   try {
     fs.mkdirSync(mutex)
   } catch (error) {

@@ -1,5 +1,6 @@
 import {StateError} from '../core/errors.js'
 import type {Quota} from '../core/session-policy.js'
+import {QUOTA_LOCK} from '../core/state-layout.js'
 import {listSessions} from './book-store.js'
 import {type BookSession, type GpuBook, isLeaseSession, isSessionPart, rankCountOf} from './gpu-book.js'
 import {withGpuLock} from './gpu-lock.js'
@@ -53,5 +54,5 @@ export function assertWithinQuota(quota: Quota, held: Holding, slices: number): 
 
 /** The box-wide lock of the quota check (a lock folder beside the GPUs' own: gpus/box-quota.lock). */
 export function withQuotaLock<T>(stateDir: string, fn: () => Promise<T>): Promise<T> {
-  return withGpuLock(stateDir, 'box-quota', fn, {waitMs: 30_000})
+  return withGpuLock(stateDir, QUOTA_LOCK, fn, {waitMs: 30_000})
 }

@@ -6,6 +6,7 @@ import {isUnsafeFileError, readTextIfExists, type RefusedFile, refusedFile} from
 import {startTicksOf} from '../core/recorded-process.js'
 import {statePolicy} from '../core/state-policy.js'
 import {userIdOf} from '../core/user-groups.js'
+import {claimPath, claimsDir} from '../core/state-layout.js'
 
 const NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/
 
@@ -45,16 +46,12 @@ export function assertNameNotReserved(name: string, caller: NameCaller, uidOf: U
   }
 }
 
-function namePath(stateDir: string, name: string): string {
-  return path.join(stateDir, 'sessions', `${name}.json`)
-}
-
 /**
  * Claims a name for the whole box with an exclusive create, so two concurrent `up`s on different GPUs
  * cannot both take it. The GPU book stays the source of truth for what the session did.
  */
 export function reserveName(stateDir: string, name: string, claim: {gpuUuid: string; pid: number; hostname: string}): boolean {
-  const file = namePath(stateDir, name)
+  const file = claimPath(stateDir, name)
   const {O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW} = fs.constants
   let fd: number
   try {
@@ -77,7 +74,7 @@ export function reserveName(stateDir: string, name: string, claim: {gpuUuid: str
 }
 
 export function releaseName(stateDir: string, name: string): void {
-  fs.rmSync(namePath(stateDir, name), {force: true})
+  fs.rmSync(claimPath(stateDir, name), {force: true})
 }
 
 /** who claimed a name: startTicks in claims written since it was recorded (see core/recorded-process.ts) */
@@ -92,7 +89,7 @@ export function readClaims(stateDir: string): NameClaim[] {
  * root did not write is never read.
  */
 export function scanClaims(stateDir: string): {claims: NameClaim[]; refused: RefusedFile[]} {
-  const dir = path.join(stateDir, 'sessions')
+  const dir = claimsDir(stateDir)
   const claims: NameClaim[] = []
   const refused: RefusedFile[] = []
   const owner = statePolicy().trustedOwner

@@ -6,6 +6,7 @@ import {isUnsafeFileError} from '../core/json-file.js'
 import {HOST_ENV, SHARED_STATE_DIR} from '../core/names.js'
 import {ensureDirMode, settleDir} from '../core/settle-dir.js'
 import {statePolicy} from '../core/state-policy.js'
+import {ENGINE_STATE_FOLDERS, isUserDirOf, userDirOf, usersDir, WRITABLE_STATE_FOLDERS} from '../core/state-layout.js'
 
 export {SHARED_STATE_DIR}
 export {statePolicy}
@@ -65,7 +66,7 @@ export function stateDirToRead(env: Readonly<Record<string, string | undefined>>
  * have made the top folder 0755 and those 0777), or it is writable itself, so they can be made.
  */
 function sharedIsUsable(): boolean {
-  return ['gpus', 'sessions'].every((sub) => isWritableDir(path.join(SHARED_STATE_DIR, sub))) || isWritableDir(SHARED_STATE_DIR)
+  return WRITABLE_STATE_FOLDERS.every((sub) => isWritableDir(path.join(SHARED_STATE_DIR, sub))) || isWritableDir(SHARED_STATE_DIR)
 }
 
 function isWritableDir(dir: string): boolean {
@@ -85,7 +86,7 @@ function ensureWritable(dir: string, shared: boolean): void {
       if (shared) settleDir(dir, {create: true}, ({chmod}) => chmod(0o1777))
       else fs.mkdirSync(dir, {recursive: true})
     }
-    for (const sub of ['gpus', 'sessions']) {
+    for (const sub of WRITABLE_STATE_FOLDERS) {
       const subDir = path.join(dir, sub)
       // a symlink planted in a sub-folder's place is never followed (a root run would write where it points)
       settleDir(subDir, {create: true}, ({created, chmod}) => {
@@ -107,7 +108,7 @@ function ensureWritable(dir: string, shared: boolean): void {
 function ensureEngineStateDir(dir: string): void {
   try {
     fs.mkdirSync(path.dirname(dir), {recursive: true})
-    for (const folder of [dir, ...['gpus', 'sessions', 'users'].map((sub) => path.join(dir, sub))]) ensureDirMode(folder, 0o755, ROOT)
+    for (const folder of [dir, ...ENGINE_STATE_FOLDERS.map((sub) => path.join(dir, sub))]) ensureDirMode(folder, 0o755, ROOT)
   } catch (error) {
     throw stateDirError(dir, error)
   }
@@ -129,10 +130,6 @@ function stateDirError(dir: string, error: unknown): StateError {
   })
 }
 
-export function userDirOf(stateDir: string, uid: number): string {
-  return path.join(stateDir, 'users', String(uid))
-}
-
 /**
  * `<state>/users/<uid>`: a user's own folder in the team's shared state directory, for their ssh key and their
  * sessions' MPS pipes. `<state>/users/` itself is shared like the state directory: 1777, so everyone can make their
@@ -142,7 +139,7 @@ export function userDirOf(stateDir: string, uid: number): string {
  */
 export function ensureUserDir(stateDir: string, owner: {readonly uid: number; readonly gid: number}): string {
   const mine = userDirOf(stateDir, owner.uid)
-  ensureSharedDir(path.dirname(mine))
+  ensureSharedDir(usersDir(stateDir))
   ensurePrivateDir(mine, owner)
   return mine
 }
@@ -185,8 +182,7 @@ export function ensureHolderDir(dir: string, owner: {readonly uid: number; reado
 /** `<engine state dir>/users/<uid>` */
 function isEngineUserDir(dir: string): boolean {
   const stateDir = process.env[HOST_ENV.stateDir]
-  const full = path.resolve(dir)
-  return stateDir !== undefined && /^\d+$/.test(path.basename(full)) && path.dirname(full) === path.join(path.resolve(stateDir), 'users')
+  return stateDir !== undefined && isUserDirOf(stateDir, dir)
 }
 
 /** A symlink or a non-folder where a folder of ours should be: refused with the state directory's error. */

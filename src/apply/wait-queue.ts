@@ -11,6 +11,7 @@ import {NOT_YET, pollUntil} from '../core/poll.js'
 import {diedOnThisHost, startTicksOf} from '../core/recorded-process.js'
 import {settleDir} from '../core/settle-dir.js'
 import {statePolicy} from '../core/state-policy.js'
+import {booksDir, QUEUE_LOCK, queueDir, queueEntryPath} from '../core/state-layout.js'
 import {listSessions} from './book-store.js'
 import {isLeaseSession, isSessionPart} from './gpu-book.js'
 import {withGpuLock} from './gpu-lock.js'
@@ -68,10 +69,6 @@ export const SKIP_AFTER_PERIODS = 2
 /** An entry not heard for this many of its retry periods is removed by any reader. */
 export const EXPIRE_AFTER_PERIODS = 4
 const DEFAULT_RETRY_MS = 5_000
-
-export function queueDir(stateDir: string): string {
-  return path.join(stateDir, 'queue')
-}
 
 /**
  * The live entries in the order they are served (position 1 first); entries of dead processes, and entries not heard
@@ -161,7 +158,7 @@ export async function waitInQueue<T>(stateDir: string, options: WaitOptions<T>):
   const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs
   const retryMs = options.retryMs ?? DEFAULT_RETRY_MS
   let entry = await enqueue(stateDir, options, retryMs)
-  const file = path.join(queueDir(stateDir), `${entry.id}.json`)
+  const file = queueEntryPath(stateDir, entry.id)
   const save = (change: Partial<QueueEntry>) => {
     entry = {...entry, ...change, heardAt: new Date().toISOString()}
     writeJsonAtomic(file, entry)
@@ -237,7 +234,7 @@ async function enqueue(stateDir: string, options: WaitOptions<unknown>, retryMs:
     if (created) chmod(mode)
   })
   const isRoot = options.who.isRoot ?? options.who.uid === 0
-  if (isRoot) return writeEntry(dir, options, retryMs)
+  if (isRoot) return writeEntry(stateDir, options, retryMs)
   return withGpuLock(
     stateDir,
     QUEUE_LOCK,
@@ -249,16 +246,13 @@ async function enqueue(stateDir: string, options: WaitOptions<unknown>, retryMs:
           fix: ['see them: gpu-cosplay ps --queue', 'wait for one to be served, or end one (Ctrl-C where it waits)'],
         })
       }
-      return writeEntry(dir, options, retryMs)
+      return writeEntry(stateDir, options, retryMs)
     },
     {waitMs: 30_000},
   )
 }
 
-/** The queue's lock, beside the GPUs' (`gpus/box-queue.lock`): held only while a member's request is counted and written. */
-const QUEUE_LOCK = 'box-queue'
-
-function writeEntry(dir: string, options: WaitOptions<unknown>, retryMs: number): QueueEntry {
+function writeEntry(stateDir: string, options: WaitOptions<unknown>, retryMs: number): QueueEntry {
   const now = new Date().toISOString()
   const entry: QueueEntry = {
     version: 1,
@@ -276,13 +270,13 @@ function writeEntry(dir: string, options: WaitOptions<unknown>, retryMs: number)
     heardAt: now,
     heardEveryMs: retryMs,
   }
-  writeJsonAtomic(path.join(dir, `${entry.id}.json`), entry)
+  writeJsonAtomic(queueEntryPath(stateDir, entry.id), entry)
   return entry
 }
 
 /** When a GPU's book last changed (a session came or went): the newest mtime in gpus/. */
 function booksChangedAt(stateDir: string): number {
-  const dir = path.join(stateDir, 'gpus')
+  const dir = booksDir(stateDir)
   let newest = 0
   for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
     if (!name.endsWith('.json') || name.startsWith('.')) continue

@@ -93,7 +93,11 @@ async function probedHost(catalog: Catalog, probe: HostProbe, index: number, req
     calibration:
       calibration.status === 'found' ? {fractions: calibration.calibration.fractions, file: calibration.file, driver: calibration.calibration.driver} : null,
   })
-  const [{findStateDir}, {bookPath, heldSettings, readBook}] = await Promise.all([import('../apply/state-dir.js'), import('../apply/gpu-book.js')])
+  const [{findStateDir}, {heldSettings, readBook}, {bookPath}] = await Promise.all([
+    import('../apply/state-dir.js'),
+    import('../apply/gpu-book.js'),
+    import('../core/state-layout.js'),
+  ])
   const stateDir = findStateDir(process.env, homedir())
   const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
   return {host, held: book ? heldSettings(book) : {holders: []}, calibration}

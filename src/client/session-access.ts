@@ -5,18 +5,19 @@
 import {homedir} from 'node:os'
 import type {Readable, Writable} from 'node:stream'
 
-import {resolveStateDir, statePolicy, userDirOf} from '../apply/state-dir.js'
+import {resolveStateDir, statePolicy} from '../apply/state-dir.js'
 import {isPublicKeyLine} from '../container/connect-hints.js'
 import type {SessionRecord} from '../apply/gpu-book.js'
 import {pickSession} from '../apply/pick-session.js'
 import {DockerRuntime} from '../container/runtime.js'
 import type {SshSession} from '../container/ssh-client.js'
 import {execUserOf, type SessionContainer, sessionContainer} from '../container/session-container.js'
-import {readSessionEnvFile, sessionEnvFileOf} from '../container/session-env-file.js'
+import {readSessionEnvFile} from '../container/session-env-file.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../container/ssh-keys.js'
 import {ContainerError, InputError} from '../core/errors.js'
 import {actsForCaller} from '../core/box-config.js'
 import {invokingUser} from '../core/invoking-user.js'
+import {sessionEnvFileOf, userDirOf} from '../core/state-layout.js'
 import type {RequestIo} from './request-io.js'
 
 export type SessionAccess = {

@@ -3,16 +3,14 @@
  * labels for this version, and through the engine its ID must be the one the engine itself built, kept in a
  * root-owned file of the state directory (`images.json`). The session's container is then created from that ID.
  */
-import path from 'node:path'
 
 import * as z from 'zod'
 
 import {ContainerError} from '../core/errors.js'
 import {readJsonFile, writeTextAtomic} from '../core/json-file.js'
 import {LABELS} from '../core/names.js'
+import {pinnedImagesPath} from '../core/state-layout.js'
 import type {ImageInfo} from './runtime.js'
-
-export const PINNED_IMAGES_FILE = 'images.json'
 
 const pinnedImagesSchema = z.strictObject({
   version: z.literal(1),
@@ -36,7 +34,7 @@ export function assertCosplayImage(image: ImageInfo, tag: string, version: strin
  */
 export function readPinnedImages(stateDir: string): Readonly<Record<string, string>> {
   try {
-    const read = readJsonFile(path.join(stateDir, PINNED_IMAGES_FILE), pinnedImagesSchema, {owner: 0, ownerWritesOnly: true})
+    const read = readJsonFile(pinnedImagesPath(stateDir), pinnedImagesSchema, {owner: 0, ownerWritesOnly: true})
     return read?.ok ? read.data.images : {}
   } catch {
     return {}
@@ -46,7 +44,7 @@ export function readPinnedImages(stateDir: string): Readonly<Record<string, stri
 /** Records the ID of an image the engine just built under `tag` (root-owned, writable by root alone). */
 export function pinImage(stateDir: string, tag: string, imageId: string): void {
   const images = {...readPinnedImages(stateDir), [tag]: imageId}
-  writeTextAtomic(path.join(stateDir, PINNED_IMAGES_FILE), `${JSON.stringify({version: 1, images}, null, 1)}\n`, 0o644)
+  writeTextAtomic(pinnedImagesPath(stateDir), `${JSON.stringify({version: 1, images}, null, 1)}\n`, 0o644)
 }
 
 /** Through the engine: the default tag must name the image the engine built, not one moved there since. */

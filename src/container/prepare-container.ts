@@ -3,8 +3,8 @@
  * is there (the default one is built on first use), the ssh key, the port. Nothing here touches the GPU, so a
  * missing Docker daemon or image fails before any GPU change.
  */
-import {userDirOf} from '../apply/state-dir.js'
 import {ContainerError} from '../core/errors.js'
+import {userDirOf} from '../core/state-layout.js'
 import {parseVolumeSpec} from './container-flags.js'
 import {containerPrivileges} from './container-privileges.js'
 import {baseImageFor, buildCosplayImage, type CosplayBuild, defaultImageTag} from './cosplay-image.js'

@@ -7,16 +7,9 @@
  * 'start-container' step's undo).
  */
 import fs from 'node:fs'
-import path from 'node:path'
 
-import {userDirOf} from '../apply/state-dir.js'
 import {StateError} from '../core/errors.js'
 import {readTextIfExists} from '../core/json-file.js'
-
-/** Where a session's `--env` values are kept: `<state>/users/<uid>/<session>.env` (session names are path-safe). */
-export function sessionEnvFileOf(stateDir: string, ownerUid: number, session: string): string {
-  return path.join(userDirOf(stateDir, ownerUid), `${session}.env`)
-}
 
 /** Writes the values (JSON); `owner` gives the file to the user root writes it for (elsewhere than in the engine). */
 export function writeSessionEnvFile(file: string, env: Readonly<Record<string, string>>, owner: {readonly uid: number; readonly gid: number} | null): void {

@@ -13,6 +13,7 @@ import ssh2 from 'ssh2'
 import {ensurePrivateDir, ensureSharedDir} from '../apply/state-dir.js'
 import {CosplayError, ContainerError} from '../core/errors.js'
 import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
+import {userSshDir, userSshKeyPath} from '../core/state-layout.js'
 
 const {utils} = ssh2
 
@@ -91,8 +92,8 @@ export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<S
     return {privateKey: userPrivate, privateKeyPath: userPath, publicKey: userPublic, source: 'user', authorizedKeys: unique([userPublic, ...extra])}
   }
 
-  const dir = join(options.userDir, 'ssh')
-  const path = join(dir, 'id_ed25519')
+  const dir = userSshDir(options.userDir)
+  const path = userSshKeyPath(options.userDir)
   const shared = dirname(options.userDir)
   const owner = options.owner ?? {uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0}
   try {

@@ -7,6 +7,7 @@ import {StateError} from '../core/errors.js'
 import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'
 import {settleDir} from '../core/settle-dir.js'
 import {statePolicy} from '../core/state-policy.js'
+import {calibrationDir, calibrationFile, calibrationPrefix} from '../core/state-layout.js'
 import {sampleSpread} from './perf-measurement.js'
 
 /**
@@ -38,14 +39,6 @@ export const calibrationSchema = z.strictObject({
 })
 export type Calibration = z.infer<typeof calibrationSchema>
 export type CalibrationFractions = Calibration['fractions']
-
-export function calibrationDir(stateDir: string): string {
-  return path.join(stateDir, 'calibrations')
-}
-
-export function calibrationFile(stateDir: string, model: string, driver: string): string {
-  return path.join(calibrationDir(stateDir), `${safe(model)}-${safe(driver)}.json`)
-}
 
 /**
  * The calibration for this GPU model under this driver, or null when there is none. A damaged file, or one
@@ -92,15 +85,11 @@ function otherDriverFiles(stateDir: string, model: string, driver: string): stri
     return []
   }
   // model keys are lower_snake_case and drivers start with a digit, so "<model>-<digit>" cannot match a longer key
-  const prefix = `${safe(model)}-`
+  const prefix = calibrationPrefix(model)
   return names
     .filter((n) => n.startsWith(prefix) && /^\d/.test(n.slice(prefix.length)) && n.endsWith('.json') && n !== mine)
     .sort()
     .map((n) => path.join(dir, n))
-}
-
-function safe(part: string): string {
-  return part.replace(/[^A-Za-z0-9._]/g, '_')
 }
 
 function invalid(file: string, why: string, cause: unknown): StateError {

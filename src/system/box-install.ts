@@ -23,6 +23,7 @@ import {SHARED_STATE_DIR} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
 import {byteSizeOf} from '../core/units.js'
 import {groupExists} from '../core/user-groups.js'
+import {ENGINE_STATE_FOLDERS, INSTALLED_STATE_FOLDERS} from '../core/state-layout.js'
 import {ENGINE_PATH, isPlainPath, renderEntryPoint, renderSudoers, SETSID, SUDOERS_PATH} from './entry-point.js'
 import {installReaper, removeReaper, rootCommand} from './reaper-timer.js'
 import {whyNotRootOnly, whyNotRootsEntry, whyTreeNotRootOnly} from './trusted-path.js'
@@ -287,7 +288,7 @@ function takeOverStateDir(dir: string, notes: string[]): InstallItem[] {
     }
   }
   ensureRootDir(dir)
-  for (const sub of ['gpus', 'sessions', 'users', 'calibrations']) ensureRootDir(path.join(dir, sub))
+  for (const sub of INSTALLED_STATE_FOLDERS) ensureRootDir(path.join(dir, sub))
   return [{what: 'state directory', path: dir, action}]
 }
 
@@ -298,7 +299,7 @@ function isRootsStateDir(dir: string): boolean {
     return !info.isSymbolicLink() && whyNotRootsEntry(file, info) === null
   }
   if (!rootOnly(dir)) return false
-  for (const sub of ['gpus', 'sessions', 'users']) {
+  for (const sub of ENGINE_STATE_FOLDERS) {
     const subDir = path.join(dir, sub)
     if (!fs.existsSync(subDir) && !isLink(subDir)) continue
     if (!rootOnly(subDir) || !fs.lstatSync(subDir).isDirectory()) return false

@@ -3,6 +3,7 @@ import path from 'node:path'
 
 import type {Executor} from '../../core/executor.js'
 import {LocalExecutor} from '../../core/local-executor.js'
+import {mpsDirsOf, mpsHolderDir} from '../../core/state-layout.js'
 import type {MpsControl, MpsDirectories, MpsRunAs} from '../../host/mps.js'
 import type {MpsShaping} from '../../plan/types.js'
 import {isLeaseSession, slotOfRank} from '../gpu-book.js'
@@ -95,10 +96,10 @@ export function mpsStepFor(
   runAsOwner: boolean,
   rank = 0,
 ): PlannedStep {
-  const base = path.join(ensureUserDir(stateDir, owner), 'mps')
+  const base = mpsHolderDir(ensureUserDir(stateDir, owner))
   ensureHolderDir(base, owner)
   // rank 0 keeps the folder a session of one device has; a name cannot hold '#', so no session's is another's rank's
-  const dir = path.join(
+  const {pipeDirectory, logDirectory} = mpsDirsOf(
     base,
     createHash('sha256')
       .update(rank === 0 ? session : `${session}#${rank}`)
@@ -106,8 +107,8 @@ export function mpsStepFor(
       .slice(0, 10),
   )
   const params: StartMpsParams & Json = {
-    pipeDirectory: path.join(dir, 'pipe'),
-    logDirectory: path.join(dir, 'log'),
+    pipeDirectory,
+    logDirectory,
     activeThreadPercentage: shaping.activeThreadPercentage,
     pinnedMemLimitMiB: shaping.pinnedMemLimitMiB,
     runAs: runAsOwner ? owner : null,

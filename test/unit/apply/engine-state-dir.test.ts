@@ -10,7 +10,8 @@ import {join} from 'node:path'
 
 jest.unstable_mockModule('../../../src/core/box-config.js', () => ({isEngine: () => true, engineBoxConfig: () => null}))
 const {ensureHolderDir, ensurePrivateDir, ensureUserDir, resolveStateDir, statePolicy} = await import('../../../src/apply/state-dir.js')
-const {bookPath, emptyBook, readBook, writeBook} = await import('../../../src/apply/gpu-book.js')
+const {emptyBook, readBook, writeBook} = await import('../../../src/apply/gpu-book.js')
+const {bookPath} = await import('../../../src/core/state-layout.js')
 const {scanBooks} = await import('../../../src/apply/book-store.js')
 const {reserveName, scanClaims} = await import('../../../src/apply/session-names.js')
 const {thrown} = await import('../support/thrown.js')

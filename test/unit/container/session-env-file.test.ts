@@ -3,7 +3,8 @@ import {lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symli
 import {join} from 'node:path'
 
 import {startContainerStep} from '../../../src/container/container-step.js'
-import {readSessionEnvFile, sessionEnvFileOf, writeSessionEnvFile} from '../../../src/container/session-env-file.js'
+import {readSessionEnvFile, writeSessionEnvFile} from '../../../src/container/session-env-file.js'
+import {sessionEnvFileOf} from '../../../src/core/state-layout.js'
 
 let state: string
 let file: string

@@ -2,7 +2,8 @@ import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:f
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import {type Calibration, calibrationFile, readCalibration, writeCalibration} from '../../../src/host/calibration-file.js'
+import {type Calibration, readCalibration, writeCalibration} from '../../../src/host/calibration-file.js'
+import {calibrationFile} from '../../../src/core/state-layout.js'
 import {thrown} from '../support/thrown.js'
 
 const CALIBRATION: Calibration = {
