@@ -1,17 +1,15 @@
 /**
- * ssh2 sessions into a cosplay container. Loaded with `await import()` by the commands that need it.
- * ssh2 is CommonJS: named imports crash under Node, so take the default export apart.
+ * ssh sessions into a cosplay container, on core/ssh-connection.ts (the one ssh2 client): a key of ours, the
+ * container's host key pinned, polling while sshd starts, and a command's output capped and timed. Loaded with
+ * `await import()` by the commands that need it.
  */
-import {createHash} from 'node:crypto'
 import type {Duplex, Readable, Writable} from 'node:stream'
 import createDebug from 'debug'
-import ssh2 from 'ssh2'
-import type {Client as ClientType, ClientChannel, ConnectConfig} from 'ssh2'
 import {ContainerError, CosplayError} from '../core/errors.js'
 import {DEBUG_NS} from '../core/names.js'
 import {NOT_YET, pollUntil} from '../core/poll.js'
+import {collectSsh, connectSsh, fingerprintOf, pipeSsh, publicKeyLine, shellExitCode, type SshClient, type SshConnected} from '../core/ssh-connection.js'
 
-const {Client, utils} = ssh2
 const debug = createDebug(DEBUG_NS.container)
 
 export type SshTarget = {
@@ -53,60 +51,30 @@ export type InteractiveSession = {
 
 const AUTH_FAILED = /authentication methods failed/i
 
-type Connected = {client: ClientType; hostKey: string}
-
-/** the key type inside an ssh wire-format public key blob ("ssh-ed25519", ...) */
-export function keyTypeOf(blob: Buffer): string {
-  if (blob.length < 4) return ''
-  const length = blob.readUInt32BE(0)
-  return blob.subarray(4, 4 + length).toString('latin1')
-}
-
-/** The public key line ("ssh-ed25519 AAAA...") of a key blob as sshd sends it. */
-function publicKeyLine(blob: Buffer): string {
-  return `${keyTypeOf(blob)} ${blob.toString('base64')}`
-}
-
-async function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<Connected> {
+async function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<SshConnected> {
   const sock = target.via ? await target.via() : undefined
-  return new Promise((resolve, reject) => {
-    const client = new Client()
-    let hostKey = ''
-    let hostKeyRefused = false
-    const config: ConnectConfig = {
+  const [pinnedType, pinnedBlob] = (target.hostKey ?? '').trim().split(/\s+/)
+  let presented = ''
+  let refused = false
+  try {
+    return await connectSsh({
       host: target.host,
       port: target.port,
       username: target.username,
-      privateKey: target.privateKey,
-      readyTimeout: readyTimeoutMs,
-      keepaliveInterval: 15000,
+      auth: {privateKey: target.privateKey},
       sock,
-    }
-    const [pinnedType, pinnedBlob] = (target.hostKey ?? '').trim().split(/\s+/)
-    // ask for the pinned key's type, or sshd may present another of its keys
-    if (target.hostKey) config.algorithms = {serverHostKey: [pinnedType as never]}
-    config.hostVerifier = (key: Buffer) => {
-      hostKey = publicKeyLine(key)
-      hostKeyRefused = target.hostKey !== undefined && !key.equals(Buffer.from(pinnedBlob ?? '', 'base64'))
-      return !hostKeyRefused
-    }
-    let settled = false
-    client
-      .once('ready', () => {
-        settled = true
-        resolve({client, hostKey})
-      })
-      // 'on', not 'once': a reset connection can emit a second error, which would otherwise be thrown
-      .on('error', (error) => {
-        if (settled) return debug('ssh connection error: %s', error.message)
-        settled = true
-        client.end()
-        reject(hostKeyRefused ? hostKeyMismatch(target, hostKey, error) : error)
-      })
-      .connect(config)
-    // ssh2 leaves Nagle on: the userauth service request then waits out sshd's delayed ACK (~40 ms of a ~80 ms login)
-    client.setNoDelay(true)
-  })
+      readyTimeoutMs,
+      // ask for the pinned key's type, or sshd may present another of its keys
+      ...(target.hostKey ? {hostKeyType: pinnedType} : {}),
+      verifyHostKey: (key) => {
+        presented = publicKeyLine(key)
+        refused = target.hostKey !== undefined && !key.equals(Buffer.from(pinnedBlob ?? '', 'base64'))
+        return !refused
+      },
+    })
+  } catch (error) {
+    throw refused ? hostKeyMismatch(target, presented, error) : error
+  }
 }
 
 /** The container answered with a host key other than the pinned one: never retried. */
@@ -120,7 +88,7 @@ function hostKeyMismatch(target: SshTarget, presented: string, cause: unknown): 
 /** One ssh2 connection, logged in. */
 export class SshSession {
   private constructor(
-    private readonly client: ClientType,
+    private readonly client: SshClient,
     readonly target: SshTarget,
     /** the host key the container presented ("ssh-ed25519 AAAA..."), the pinned one when one was given */
     readonly hostKey: string,
@@ -183,38 +151,20 @@ export class SshSession {
    * user's shell reads their ~/.bashrc: one that prints without end or never returns is cut off (`timeoutMs`, default
    * 60 s: SSH_EXEC_TIMEOUT), so a root process never holds more of it, nor waits for it for ever.
    */
-  exec(command: string, options: {stdin?: string | Buffer; timeoutMs?: number} = {}): Promise<SshExecResult> {
-    return new Promise((resolve, reject) => {
-      this.client.exec(command, (error, channel) => {
-        if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot run a command over ssh: ${error.message}`, {cause: error}))
-        const stdout: Buffer[] = []
-        const stderr: Buffer[] = []
-        let exitCode: number | null = null
-        let signal: string | null = null
-        const timeoutMs = options.timeoutMs ?? SSH_EXEC_TIMEOUT_MS
-        const timer = setTimeout(() => {
-          channel.close()
-          reject(new ContainerError('SSH_EXEC_TIMEOUT', `a command over ssh did not end within ${timeoutMs / 1000} s`, {exit: 5}))
-        }, timeoutMs)
-        channel.on('close', () => clearTimeout(timer))
-        channel.on('data', keep(stdout))
-        channel.stderr.on('data', keep(stderr))
-        channel.on('exit', (code: number | null, signalName?: string) => {
-          exitCode = code
-          signal = signalName ?? null
-        })
-        channel.on('close', () =>
-          resolve({
-            stdout: Buffer.concat(stdout).toString('utf8'),
-            stderr: Buffer.concat(stderr).toString('utf8'),
-            exitCode: shellExitCode(exitCode, signal ?? undefined),
-            signal,
-          }),
-        )
-        if (options.stdin !== undefined) channel.end(options.stdin)
-        else channel.end()
-      })
+  async exec(command: string, options: {stdin?: string | Buffer; timeoutMs?: number} = {}): Promise<SshExecResult> {
+    const timeoutMs = options.timeoutMs ?? SSH_EXEC_TIMEOUT_MS
+    const collected = await collectSsh(this.client, command, {
+      keepBytes: EXEC_KEEP_BYTES,
+      timeout: {
+        ms: timeoutMs,
+        timedOut: () => new ContainerError('SSH_EXEC_TIMEOUT', `a command over ssh did not end within ${timeoutMs / 1000} s`, {exit: 5}),
+      },
+      onOpen: (channel) => (options.stdin !== undefined ? channel.end(options.stdin) : channel.end()),
+    }).catch((error: unknown) => {
+      throw error instanceof CosplayError ? error : execFailed('cannot run a command over ssh', error)
     })
+    const {stdout, stderr, exitCode, signal} = collected
+    return {stdout, stderr, exitCode: shellExitCode(exitCode, signal ?? undefined), signal}
   }
 
   /**
@@ -222,27 +172,9 @@ export class SshSession {
    * terminal is the caller's business; call resize() on SIGWINCH.
    */
   interactive(command: string | null, io: InteractiveIo): Promise<InteractiveSession> {
-    return new Promise((resolve, reject) => {
-      const pty = {term: io.term ?? process.env.TERM ?? 'xterm-256color', rows: io.rows, cols: io.cols}
-      const onChannel = (error: Error | undefined, channel: ClientChannel) => {
-        if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot open an ssh session: ${error.message}`, {cause: error}))
-        let exitCode = -1
-        channel.on('exit', (code: number | null, signalName?: string) => {
-          exitCode = shellExitCode(code, signalName)
-        })
-        io.stdin.pipe(channel)
-        channel.pipe(io.stdout, {end: false})
-        channel.stderr.pipe(io.stderr, {end: false})
-        const done = new Promise<number>((resolveDone) =>
-          channel.on('close', () => {
-            io.stdin.unpipe(channel)
-            resolveDone(exitCode)
-          }),
-        )
-        resolve({resize: (rows, cols) => channel.setWindow(rows, cols, 0, 0), done})
-      }
-      if (command === null) this.client.shell(pty, onChannel)
-      else this.client.exec(command, {pty}, onChannel)
+    const pty = {term: io.term ?? process.env.TERM ?? 'xterm-256color', rows: io.rows, cols: io.cols}
+    return pipeSsh(this.client, command, {stdin: io.stdin, stdout: io.stdout, stderr: io.stderr, pty}).catch((error: unknown) => {
+      throw execFailed('cannot open an ssh session', error)
     })
   }
 
@@ -250,24 +182,11 @@ export class SshSession {
    * Runs a command without a pty, streaming: stdin (if given) is forwarded until it ends, output goes
    * straight to stdout/stderr. Resolves with the exit code (128+n for a signal).
    */
-  stream(command: string, io: {stdin?: Readable; stdout: Writable; stderr: Writable}): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.client.exec(command, (error, channel) => {
-        if (error) return reject(new ContainerError('SSH_EXEC_FAILED', `cannot run a command over ssh: ${error.message}`, {cause: error}))
-        let exitCode = -1
-        channel.on('exit', (code: number | null, signalName?: string) => {
-          exitCode = shellExitCode(code, signalName)
-        })
-        channel.pipe(io.stdout, {end: false})
-        channel.stderr.pipe(io.stderr, {end: false})
-        if (io.stdin) io.stdin.pipe(channel)
-        else channel.end()
-        channel.on('close', () => {
-          io.stdin?.unpipe(channel)
-          resolve(exitCode)
-        })
-      })
+  async stream(command: string, io: {stdin?: Readable; stdout: Writable; stderr: Writable}): Promise<number> {
+    const piped = await pipeSsh(this.client, command, io).catch((error: unknown) => {
+      throw execFailed('cannot run a command over ssh', error)
     })
+    return piped.done
   }
 
   close(): void {
@@ -275,35 +194,10 @@ export class SshSession {
   }
 }
 
-/** The SHA256 fingerprint ssh prints for a public key line, e.g. for a known_hosts check. */
-export function fingerprintOf(publicKeyLine: string): string {
-  const parsed = utils.parseKey(publicKeyLine)
-  if (parsed instanceof Error || Array.isArray(parsed))
-    throw new ContainerError('SSH_BAD_KEY', `not a public key: ${parsed instanceof Error ? parsed.message : 'several keys'}`)
-  return `SHA256:${createHash('sha256').update(parsed.getPublicSSH()).digest('base64').replace(/=+$/, '')}`
-}
-
-const SIGNALS: Record<string, number> = {HUP: 1, INT: 2, QUIT: 3, ABRT: 6, KILL: 9, SEGV: 11, PIPE: 13, ALRM: 14, TERM: 15}
-function signalNumber(name: string): number {
-  return SIGNALS[name.replace(/^SIG/, '')] ?? 0
-}
-
-/** An ssh channel's exit status as a shell reports it: the code, or 128+n for a signal; -1 when neither came. */
-export function shellExitCode(code: number | null | undefined, signalName?: string): number {
-  return code ?? (signalName ? 128 + signalNumber(signalName) : -1)
-}
-
 const SSH_EXEC_TIMEOUT_MS = 60_000
 /** as runtime.ts's EXEC_KEEP_BYTES for docker exec (not imported: ssh needs no Docker client loaded) */
 const EXEC_KEEP_BYTES = 64 * 1024
 
-/** A data listener that keeps the first EXEC_KEEP_BYTES of a stream and drops the rest. */
-function keep(into: Buffer[]): (chunk: Buffer) => void {
-  let kept = 0
-  return (chunk) => {
-    if (kept >= EXEC_KEEP_BYTES) return
-    const part = chunk.length <= EXEC_KEEP_BYTES - kept ? chunk : Buffer.from(chunk.subarray(0, EXEC_KEEP_BYTES - kept))
-    into.push(part)
-    kept += part.length
-  }
+function execFailed(what: string, error: unknown): ContainerError {
+  return new ContainerError('SSH_EXEC_FAILED', `${what}: ${(error as Error).message}`, {cause: error})
 }

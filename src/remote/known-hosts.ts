@@ -6,7 +6,7 @@
 import {createHmac} from 'node:crypto'
 import {readFileSync} from 'node:fs'
 
-import {keyTypeOf} from '../container/ssh-client.js'
+import {keyTypeOf} from '../core/ssh-connection.js'
 import {hostPatternMatches} from './ssh-config-file.js'
 
 export type HostKeyVerdict = 'trusted' | 'unknown' | 'changed' | 'revoked'

@@ -1,8 +1,8 @@
 /**
  * ssh2 to a GPU box, as `ssh -o BatchMode=yes` would connect: ~/.ssh/config (HostName, User, Port,
  * IdentityFile, ProxyJump with one hop, UserKnownHostsFile), the agent at SSH_AUTH_SOCK, then the key files;
- * host keys must already be in known_hosts. Loaded with `await import()` only when --host is given.
- * ssh2 is CommonJS: named imports crash under Node, so take the default export apart.
+ * host keys must already be in known_hosts. Loaded with `await import()` only when --host is given. The connection
+ * itself is core/ssh-connection.ts's, the one ssh2 client (a session's container is reached through it too).
  */
 import {readFileSync} from 'node:fs'
 import {userInfo} from 'node:os'
@@ -10,16 +10,22 @@ import {join} from 'node:path'
 import type {Duplex, Readable, Writable} from 'node:stream'
 
 import createDebug from 'debug'
-import ssh2 from 'ssh2'
-import type {AgentAuthMethod, ClientChannel as ClientChannelType, Client as ClientType, ConnectConfig, PublicKeyAuthMethod} from 'ssh2'
 
-import {shellExitCode} from '../container/ssh-client.js'
+import {
+  collectSsh,
+  connectSsh,
+  forwardSsh,
+  isUsableWithoutPassphrase,
+  type PipedCommand,
+  pipeSsh,
+  type SshAuthMethod,
+  type SshClient,
+} from '../core/ssh-connection.js'
 import {type HostAddress, parseHostUrl} from './host-url.js'
 import {checkHostKey, type HostKeyVerdict, knownHostsName, readKnownHosts} from './known-hosts.js'
 import {RemoteError} from './remote-error.js'
 import {sshConfigFor} from './ssh-config-file.js'
 
-const {Client, utils} = ssh2
 const debug = createDebug('gpu-cosplay:remote')
 
 /** Everything needed to open one connection, after ~/.ssh/config is applied. */
@@ -100,30 +106,22 @@ export type StreamingCommand = {
 
 export class SshTransport {
   private constructor(
-    private readonly client: ClientType,
-    private readonly jumpClient: ClientType | null,
+    private readonly client: SshClient,
+    private readonly jumpClient: SshClient | null,
     readonly endpoint: SshEndpoint,
   ) {}
 
   static async connect(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<SshTransport> {
-    let jumpClient: ClientType | null = null
-    let sock: ConnectConfig['sock']
+    let jumpClient: SshClient | null = null
+    let sock: Duplex | undefined
     if (endpoint.jump) {
       jumpClient = await openClient(endpoint.jump, env, timeoutMs, undefined)
       const jumpVia = jumpClient
-      sock = await new Promise<NonNullable<ConnectConfig['sock']>>((resolve, reject) =>
-        jumpVia.forwardOut('127.0.0.1', 0, endpoint.host, endpoint.port, (error, stream) =>
-          error
-            ? reject(
-                new RemoteError('REMOTE_UNREACHABLE', `${endpoint.jump?.label} cannot reach ${endpoint.host}:${endpoint.port}: ${error.message}`, {
-                  cause: error,
-                }),
-              )
-            : resolve(stream),
-        ),
-      ).catch((error) => {
+      sock = await forwardSsh(jumpVia, endpoint.host, endpoint.port).catch((error: Error) => {
         jumpVia.end()
-        throw error
+        throw new RemoteError('REMOTE_UNREACHABLE', `${endpoint.jump?.label} cannot reach ${endpoint.host}:${endpoint.port}: ${error.message}`, {
+          cause: error,
+        })
       })
     }
     const client = await openClient(endpoint, env, timeoutMs, sock).catch((error) => {
@@ -137,29 +135,21 @@ export class SshTransport {
   exec(command: string, io: ExecIo = {}): RunningCommand {
     // a Ctrl-C may come before the channel opens: remember it, and close the channel's stdin once it does
     let ended = false
-    let channelOpened: ClientChannelType | null = null
-    const done = new Promise<ExecResult>((resolve, reject) => {
-      debug('exec on %s: %s', this.endpoint.label, command)
-      this.client.exec(command, (error, channel) => {
-        if (error) {
-          reject(new RemoteError('REMOTE_EXEC_FAILED', `${this.endpoint.label} refused to run a command: ${error.message}`, {cause: error}))
-          return
-        }
-        const out: Buffer[] = []
-        let exitCode: number | null = null
-        let signal: string | null = null
-        channel.on('data', (chunk: Buffer) => out.push(chunk))
-        channel.stderr.on('data', (chunk: Buffer) => io.onStderr?.(chunk))
-        channel.on('exit', (code: number | null, signalName?: string) => {
-          exitCode = code
-          signal = signalName ?? null
-        })
-        channel.on('close', () => resolve({stdout: Buffer.concat(out).toString('utf8'), exitCode, signal}))
+    let channelOpened: {end(): void} | null = null
+    debug('exec on %s: %s', this.endpoint.label, command)
+    const done = collectSsh(this.client, command, {
+      onStderr: (chunk) => io.onStderr?.(chunk),
+      onOpen: (channel) => {
         channelOpened = channel
         if (ended) channel.end()
         else if (io.stdin) io.stdin.pipe(channel)
-      })
-    })
+      },
+    }).then(
+      ({stdout, exitCode, signal}): ExecResult => ({stdout, exitCode, signal}),
+      (error: Error) => {
+        throw this.refused(error)
+      },
+    )
     return {
       done,
       endInput: () => {
@@ -174,56 +164,41 @@ export class SshTransport {
    * closes the command's stdin.
    */
   stream(command: string, io: StreamIo): StreamingCommand {
-    let channel: ClientChannelType | null = null
-    const done = new Promise<number>((resolve, reject) => {
-      debug('stream on %s: %s', this.endpoint.label, command)
-      const onChannel = (error: Error | undefined, opened: ClientChannelType) => {
-        if (error) {
-          reject(new RemoteError('REMOTE_EXEC_FAILED', `${this.endpoint.label} refused to run a command: ${error.message}`, {cause: error}))
-          return
-        }
-        channel = opened
-        let exitCode = -1
-        opened.on('exit', (code: number | null, signalName?: string) => {
-          exitCode = shellExitCode(code, signalName)
-        })
-        opened.pipe(io.stdout, {end: false})
-        opened.stderr.pipe(io.stderr, {end: false})
-        io.stdin.pipe(opened)
-        opened.on('close', () => {
-          io.stdin.unpipe(opened)
-          resolve(exitCode)
-        })
-      }
-      if (io.pty) this.client.exec(command, {pty: {term: io.pty.term, rows: io.pty.rows, cols: io.pty.cols}}, onChannel)
-      else this.client.exec(command, onChannel)
-    })
-    return {done, resize: (rows, cols) => channel?.setWindow(rows, cols, 0, 0)}
+    let piped: PipedCommand | null = null
+    debug('stream on %s: %s', this.endpoint.label, command)
+    const done = pipeSsh(this.client, command, io).then(
+      (opened) => {
+        piped = opened
+        return opened.done
+      },
+      (error: Error) => {
+        throw this.refused(error)
+      },
+    )
+    return {done, resize: (rows, cols) => piped?.resize(rows, cols)}
   }
 
   /** A TCP stream from the box to host:port on its side (direct-tcpip, as ssh -W or ProxyJump use). */
   tunnel(host: string, port: number): Promise<Duplex> {
-    return new Promise((resolve, reject) =>
-      this.client.forwardOut('127.0.0.1', 0, host, port, (error, stream) =>
-        error
-          ? reject(
-              new RemoteError('REMOTE_TUNNEL_FAILED', `${this.endpoint.label} cannot open a tunnel to ${host}:${port} on its side: ${error.message}`, {
-                fix: ["the box's sshd must allow TCP forwarding (AllowTcpForwarding yes, its default)"],
-                cause: error,
-              }),
-            )
-          : resolve(stream),
-      ),
-    )
+    return forwardSsh(this.client, host, port).catch((error: Error) => {
+      throw new RemoteError('REMOTE_TUNNEL_FAILED', `${this.endpoint.label} cannot open a tunnel to ${host}:${port} on its side: ${error.message}`, {
+        fix: ["the box's sshd must allow TCP forwarding (AllowTcpForwarding yes, its default)"],
+        cause: error,
+      })
+    })
   }
 
   close(): void {
     this.client.end()
     this.jumpClient?.end()
   }
+
+  private refused(error: Error): RemoteError {
+    return new RemoteError('REMOTE_EXEC_FAILED', `${this.endpoint.label} refused to run a command: ${error.message}`, {cause: error})
+  }
 }
 
-function openClient(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeoutMs: number, sock: ConnectConfig['sock']): Promise<ClientType> {
+async function openClient(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeoutMs: number, sock: Duplex | undefined): Promise<SshClient> {
   const auth = authMethods(endpoint, env)
   if (auth.length === 0) {
     throw new RemoteError(
@@ -235,35 +210,30 @@ function openClient(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeoutMs: nu
     )
   }
   const knownHosts = readKnownHosts(endpoint.knownHostsFiles)
-  return new Promise((resolve, reject) => {
-    const client = new Client()
-    let verdict: HostKeyVerdict | null = null
-    client.once('ready', () => resolve(client))
-    client.once('error', (error: Error & {level?: string; code?: string}) => {
-      client.end()
-      reject(connectError(endpoint, error, verdict))
-    })
-    client.connect({
+  let verdict: HostKeyVerdict | null = null
+  try {
+    const {client} = await connectSsh({
       host: endpoint.host,
       port: endpoint.port,
       username: endpoint.user,
+      auth: {methods: auth},
       sock,
-      readyTimeout: timeoutMs,
-      keepaliveInterval: 15_000,
+      readyTimeoutMs: timeoutMs,
       keepaliveCountMax: 4,
-      authHandler: auth,
-      hostVerifier: (key: Buffer) => {
+      verifyHostKey: (key) => {
         verdict = checkHostKey(knownHosts, endpoint.host, endpoint.port, key)
         debug('host key of %s: %s', endpoint.label, verdict)
         return verdict === 'trusted'
       },
     })
-    client.setNoDelay(true) // as in container/ssh-client.ts: Nagle costs each login a delayed ACK
-  })
+    return client
+  } catch (error) {
+    throw connectError(endpoint, error as Error & {level?: string; code?: string}, verdict)
+  }
 }
 
-function authMethods(endpoint: SshEndpoint, env: NodeJS.ProcessEnv): Array<AgentAuthMethod | PublicKeyAuthMethod> {
-  const methods: Array<AgentAuthMethod | PublicKeyAuthMethod> = []
+function authMethods(endpoint: SshEndpoint, env: NodeJS.ProcessEnv): SshAuthMethod[] {
+  const methods: SshAuthMethod[] = []
   if (env.SSH_AUTH_SOCK) methods.push({type: 'agent', username: endpoint.user, agent: env.SSH_AUTH_SOCK})
   for (const path of endpoint.identityFiles) {
     let key: Buffer
@@ -273,7 +243,7 @@ function authMethods(endpoint: SshEndpoint, env: NodeJS.ProcessEnv): Array<Agent
       continue
     }
     // BatchMode: a key with a passphrase is only usable through the agent
-    if (utils.parseKey(key) instanceof Error) {
+    if (!isUsableWithoutPassphrase(key)) {
       debug('skipping %s: unreadable or passphrase-protected', path)
       continue
     }

@@ -1,6 +1,6 @@
 import {createHmac, randomBytes} from 'node:crypto'
 
-import {keyTypeOf} from '../../../src/container/ssh-client.js'
+import {keyTypeOf} from '../../../src/core/ssh-connection.js'
 import {checkHostKey, knownHostsName} from '../../../src/remote/known-hosts.js'
 
 function blob(type: string, fill: number): Buffer {
