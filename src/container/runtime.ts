@@ -8,6 +8,7 @@ import {PassThrough, type Readable, type Writable} from 'node:stream'
 import createDebug from 'debug'
 import Docker from 'dockerode'
 import {ContainerError} from '../core/errors.js'
+import type {CommandOutput} from '../core/executor.js'
 import {assertImageRef} from '../core/image-ref.js'
 import {DEBUG_NS, LABELS} from '../core/names.js'
 
@@ -126,7 +127,7 @@ export type DockerExecOptions = {
   timeoutMs?: number
 }
 
-export type DockerExecResult = {readonly exitCode: number; readonly stdout: string; readonly stderr: string}
+export type DockerExecResult = CommandOutput
 
 /** What an image holds at a path, as Docker's archive API states it (the path's parent folders resolved in the image). */
 export type ImagePathStat = {

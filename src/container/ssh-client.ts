@@ -6,6 +6,7 @@
 import type {Duplex, Readable, Writable} from 'node:stream'
 import createDebug from 'debug'
 import {ContainerError, CosplayError} from '../core/errors.js'
+import type {CommandOutput} from '../core/executor.js'
 import {DEBUG_NS} from '../core/names.js'
 import {NOT_YET, pollUntil} from '../core/poll.js'
 import {collectSsh, connectSsh, fingerprintOf, pipeSsh, publicKeyLine, shellExitCode, type SshClient, type SshConnected} from '../core/ssh-connection.js'
@@ -32,7 +33,8 @@ export type ConnectOptions = {
   signal?: AbortSignal
 }
 
-export type SshExecResult = {readonly stdout: string; readonly stderr: string; readonly exitCode: number; readonly signal: string | null}
+/** the exit code as a shell reports it (128+n for a signal), and the signal's name */
+export type SshExecResult = CommandOutput & {readonly signal: string | null}
 
 export type InteractiveIo = {
   stdin: Readable

@@ -2,10 +2,17 @@
  * Every external process goes through an Executor, so that a remote GPU box is a different executor,
  * not a different code path. Only host/smi.ts and the container layer hold one.
  */
-export type ExecResult = {
+/**
+ * What a finished command left, however it ran (this host, `docker exec`, ssh): the one shape every exec result
+ * extends with what its transport adds.
+ */
+export type CommandOutput = {
   readonly exitCode: number
   readonly stdout: string
   readonly stderr: string
+}
+
+export type ExecResult = CommandOutput & {
   /** true when the process was killed for running past timeoutMs */
   readonly timedOut: boolean
 }

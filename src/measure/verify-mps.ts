@@ -2,6 +2,7 @@
  * verify's MPS check, the running part: the probe of mps-check.ts in an ssh login shell (`bash -l`) and in an ssh
  * command (non-login, non-interactive), as a user reaches the session; without sshd, the same two through docker exec.
  */
+import type {CommandOutput} from '../core/executor.js'
 import {execUserOf} from '../container/session-container.js'
 import {DockerRuntime} from '../container/runtime.js'
 import {identityFor, loginToSession, type SessionAccess} from '../client/session-access.js'
@@ -10,8 +11,6 @@ import {MPS_CHECK_NAMES, MPS_PROBE, type MpsCheck, mpsChecks, mpsChecksSkipped, 
 
 /** a probe in the member's shell (their ~/.bashrc runs) that does not end by then is a failed check */
 const PROBE_TIMEOUT_MS = 60_000
-
-type Ran = {readonly exitCode: number; readonly stdout: string; readonly stderr: string}
 
 /** The session's MPS checks: SKIP when planned without MPS, else one a shell. */
 export async function verifyMps(access: SessionAccess): Promise<MpsCheck[]> {
@@ -42,7 +41,7 @@ function shells(via: string, login: MpsProbe, command: MpsProbe): ProbedShell[] 
   ]
 }
 
-function probed(ran: Ran): MpsProbe {
+function probed(ran: CommandOutput): MpsProbe {
   const probe = parseMpsProbe(ran.stdout)
   // a login shell's profile may print lines of its own: the probe's are tab-separated and start with a key
   if (ran.exitCode === 0 && /^pipe\t/m.test(ran.stdout)) return probe

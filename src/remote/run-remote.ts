@@ -5,7 +5,7 @@
 import type {ExitCode} from '../core/errors.js'
 import {REMOTE_PROTOCOL, remoteCommandLine} from './remote-command-line.js'
 import {RemoteError} from './remote-error.js'
-import type {ExecResult, SshTransport} from './ssh-transport.js'
+import type {RemoteExecResult, SshTransport} from './ssh-transport.js'
 
 export type RemoteInfo = {protocol: number; version: string; node: string}
 
@@ -62,7 +62,7 @@ export async function runRemote(
  * engine alike.
  */
 export function payloadOf(
-  result: Pick<ExecResult, 'stdout' | 'exitCode' | 'signal'>,
+  result: Pick<RemoteExecResult, 'stdout' | 'exitCode' | 'signal'>,
   label: string,
   command: string,
   {prefix = true}: {prefix?: boolean} = {},
@@ -82,7 +82,7 @@ export function payloadOf(
   })
 }
 
-function parseJson(result: Pick<ExecResult, 'stdout'>): unknown {
+function parseJson(result: Pick<RemoteExecResult, 'stdout'>): unknown {
   const text = result.stdout.trim()
   if (text === '') return null
   try {

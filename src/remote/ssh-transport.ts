@@ -76,10 +76,11 @@ export function endpointFor(address: HostAddress, context: EndpointEnv, depth = 
   }
 }
 
-export type ExecResult = {readonly stdout: string; readonly exitCode: number | null; readonly signal: string | null}
+/** a remote gpu-cosplay's answer: its stdout (stderr was streamed as it came), exit code (null: none came) and signal */
+export type RemoteExecResult = {readonly stdout: string; readonly exitCode: number | null; readonly signal: string | null}
 
 export type RunningCommand = {
-  readonly done: Promise<ExecResult>
+  readonly done: Promise<RemoteExecResult>
   /** closes the command's stdin: the remote gpu-cosplay takes that EOF as Ctrl-C */
   endInput(): void
 }
@@ -145,7 +146,7 @@ export class SshTransport {
         else if (io.stdin) io.stdin.pipe(channel)
       },
     }).then(
-      ({stdout, exitCode, signal}): ExecResult => ({stdout, exitCode, signal}),
+      ({stdout, exitCode, signal}): RemoteExecResult => ({stdout, exitCode, signal}),
       (error: Error) => {
         throw this.refused(error)
       },
