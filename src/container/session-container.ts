@@ -8,14 +8,14 @@ import {type ContainerAccess, type ContainerRecord, type SessionRecord, deviceOf
 import type {PlannedStep, StepImpl} from '../apply/steps/step.js'
 import {ContainerError} from '../core/errors.js'
 import {CONTAINER_MPS_DIRS, containerRankMpsDirs, COSTUME_ENV, LABELS, UNPRIVILEGED_MPS_DIRS} from '../core/names.js'
-import {sessionEnvFileOf} from '../core/state-layout.js'
+import {sessionEnvFileOf, stagingDirOf} from '../core/state-layout.js'
 import type {HostGpu} from '../host/types.js'
 import {costumeEnv, type RankDevice, ranksEnv} from '../plan/costume-env.js'
 import type {ContainerPrivileges} from './container-privileges.js'
 import type {ContainerLimits} from './container-limits.js'
 import type {PinnedMounts} from './pin-mounts.js'
 import type {ContainerSpec, ImageInfo} from './runtime.js'
-import {type StageMountsParams, stagingDirOf} from './stage-mounts-step.js'
+import type {StageMountsParams} from './stage-mounts-step.js'
 import {physicalMiBOf} from '../plan/physical-memory.js'
 
 /** Where a BYO image gets the entrypoint and hooks bind-mounted (the same paths the cosplay image uses). */

@@ -43,11 +43,6 @@ export type StageMountsParams = {
 /** Only in the live run (never journaled): the open descriptors, by entry name. */
 export type StageMountsLive = StageMountsParams & {readonly fds: Readonly<Record<string, number>>}
 
-/** Where a session's staging binds go: a folder of root's alone in the state directory. */
-export function stagingDirOf(stateDir: string, session: string): string {
-  return path.join(stateDir, 'mounts', session)
-}
-
 /** The path the container binds for an entry. */
 export function stagedPath(params: StageMountsParams, name: string): string {
   return path.join(params.dir, name)

@@ -1,7 +1,7 @@
 /**
  * The state directory's layout, named once. Every path inside it is made here; the modules that read and write them
- * (book-store, gpu-lock, session-names, wait-queue, state-dir, mps-step, ssh-keys, calibration-file, image-pin,
- * session-env-file, box-install) ask for the path and never spell it.
+ * (book-store, gpu-lock, session-names, wait-queue, state-dir, mps-step, ssh-keys, stage-mounts-step,
+ * calibration-file, image-pin, session-env-file, box-install) ask for the path and never spell it.
  *
  * ```
  * <state>/gpus/<uuid>.json            a GPU's book (gpu-book.ts)
@@ -10,6 +10,7 @@
  * <state>/sessions/<name>.json        a name claim (session-names.ts)
  * <state>/queue/<id>.json             a waiting request (wait-queue.ts)
  * <state>/users/<uid>/                a user's folder: ssh/id_ed25519, <session>.env, mps/<hash>/{pipe,log}
+ * <state>/mounts/<session>/          a session's staged binds, root's alone (stage-mounts-step.ts)
  * <state>/calibrations/<model>-<driver>.json   what calibrate measured (calibration-file.ts)
  * <state>/images.json                 the pinned image IDs (image-pin.ts)
  * ```
@@ -113,6 +114,11 @@ export function mpsHolderDir(userDir: string): string {
 export function mpsDirsOf(holderDir: string, id: string): {dir: string; pipeDirectory: string; logDirectory: string} {
   const dir = path.join(holderDir, id)
   return {dir, pipeDirectory: path.join(dir, 'pipe'), logDirectory: path.join(dir, 'log')}
+}
+
+/** `mounts/<session>`: where a session's staging binds go (a folder of root's alone) */
+export function stagingDirOf(stateDir: string, session: string): string {
+  return path.join(stateDir, 'mounts', session)
 }
 
 export function calibrationDir(stateDir: string): string {
