@@ -9,13 +9,11 @@
 import {lstatSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
-import ssh2 from 'ssh2'
 import {ensurePrivateDir, ensureSharedDir} from '../apply/state-dir.js'
 import {CosplayError, ContainerError} from '../core/errors.js'
 import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
+import {isUsableWithoutPassphrase, newEd25519Pair} from '../core/ssh-connection.js'
 import {userSshDir, userSshKeyPath} from '../core/state-layout.js'
-
-const {utils} = ssh2
 
 export type SshIdentity = {
   /** OpenSSH private key text, unencrypted, for ssh2 */
@@ -37,11 +35,6 @@ export type SshKeyOptions = {
   comment?: string
   /** when running as root on someone's behalf (sudo): the folders and keys we create become theirs */
   owner?: {uid: number; gid: number}
-}
-
-function isUsable(privateKey: string): boolean {
-  const parsed = utils.parseKey(privateKey)
-  return !(parsed instanceof Error) && !Array.isArray(parsed)
 }
 
 export type KeyPair = {
@@ -67,11 +60,11 @@ export type KeyPairOptions = {
 export function loadOrCreateKeyPair(path: string, options: KeyPairOptions): KeyPair {
   let privateKey = readTextIfExists(path)
   let publicKey = readTextIfExists(`${path}.pub`)?.trim() ?? null
-  if (!privateKey || !publicKey || !isUsable(privateKey)) {
+  if (!privateKey || !publicKey || !isUsableWithoutPassphrase(privateKey)) {
     options.beforeCreate?.()
-    const pair = utils.generateKeyPairSync('ed25519', {comment: options.comment})
-    privateKey = pair.private
-    publicKey = pair.public.trim()
+    const pair = newEd25519Pair(options.comment)
+    privateKey = pair.privateKey
+    publicKey = pair.publicKey
     // the public half first: a reader that finds the private file finds its partner too
     // owners are set on the open files: a path swapped for a link meanwhile is never followed
     writeTextAtomic(`${path}.pub`, `${publicKey}\n`, 0o644, {owner: options.owner})
@@ -88,7 +81,7 @@ export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<S
   const userPrivate = userPath === null ? null : readTextIfExists(userPath)
   const userPublic = userPath === null ? null : (readTextIfExists(`${userPath}.pub`)?.trim() ?? null)
   const extra = options.extraPublicKeys ?? []
-  if (userPath && userPrivate && userPublic && isUsable(userPrivate)) {
+  if (userPath && userPrivate && userPublic && isUsableWithoutPassphrase(userPrivate)) {
     return {privateKey: userPrivate, privateKeyPath: userPath, publicKey: userPublic, source: 'user', authorizedKeys: unique([userPublic, ...extra])}
   }
 

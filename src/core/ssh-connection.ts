@@ -5,7 +5,8 @@
  * channel is used (collected, piped, tunnelled) are here; what a failure means (its code, message and fix) stays with
  * each side, so this module rejects with ssh2's own errors.
  *
- * Loaded only by those two modules, themselves loaded with `await import()` by what needs them. ssh2 is CommonJS:
+ * The only module that imports ssh2 (container/ssh-keys.ts makes and checks keys through it too); loaded by those
+ * that need it, themselves loaded with `await import()` where ssh may not be needed. ssh2 is CommonJS:
  * named imports crash under Node, so take the default export apart.
  */
 import {createHash} from 'node:crypto'
@@ -188,9 +189,16 @@ export function publicKeyLine(blob: Buffer): string {
   return `${keyTypeOf(blob)} ${blob.toString('base64')}`
 }
 
-/** Whether ssh2 can use a private key as it is: readable and without a passphrase. */
-export function isUsableWithoutPassphrase(key: Buffer): boolean {
-  return !(utils.parseKey(key) instanceof Error)
+/** Whether ssh2 can use a private key as it is: one key, readable, without a passphrase. */
+export function isUsableWithoutPassphrase(key: string | Buffer): boolean {
+  const parsed = utils.parseKey(key)
+  return !(parsed instanceof Error) && !Array.isArray(parsed)
+}
+
+/** A new ed25519 pair: OpenSSH private key text (unencrypted) and the public key line. */
+export function newEd25519Pair(comment: string): {privateKey: string; publicKey: string} {
+  const pair = utils.generateKeyPairSync('ed25519', {comment})
+  return {privateKey: pair.private, publicKey: pair.public.trim()}
 }
 
 /** The SHA256 fingerprint ssh prints for a public key line, e.g. for a known_hosts check. */
