@@ -68,6 +68,7 @@ async function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<S
       readyTimeoutMs,
       // ask for the pinned key's type, or sshd may present another of its keys
       ...(target.hostKey ? {hostKeyType: pinnedType} : {}),
+      onLateError: (error) => debug('ssh connection error: %s', error.message),
       verifyHostKey: (key) => {
         presented = publicKeyLine(key)
         refused = target.hostKey !== undefined && !key.equals(Buffer.from(pinnedBlob ?? '', 'base64'))

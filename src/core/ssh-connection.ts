@@ -12,14 +12,12 @@
 import {createHash} from 'node:crypto'
 import type {Duplex, Readable, Writable} from 'node:stream'
 
-import createDebug from 'debug'
 import ssh2 from 'ssh2'
 import type {AgentAuthMethod, ClientChannel, Client as ClientType, ConnectConfig, PseudoTtyOptions, PublicKeyAuthMethod} from 'ssh2'
 
 import {ContainerError} from './errors.js'
 
 const {Client, utils} = ssh2
-const debug = createDebug('gpu-cosplay:ssh')
 
 export type SshClient = ClientType
 export type SshAuthMethod = AgentAuthMethod | PublicKeyAuthMethod
@@ -42,6 +40,8 @@ export type SshConnectConfig = {
   readonly hostKeyType?: string
   /** whether the host key sshd presents (its wire-format blob) is trusted */
   readonly verifyHostKey: (key: Buffer) => boolean
+  /** an error of the connection after login (a reset): for the caller's debug log; the channels see it close */
+  readonly onLateError?: (error: Error) => void
 }
 
 /** A logged-in connection and the host key it presented ("ssh-ed25519 AAAA..."). */
@@ -75,7 +75,7 @@ export function connectSsh(config: SshConnectConfig): Promise<SshConnected> {
       })
       // 'on', not 'once': a reset connection can emit a second error, which would otherwise be thrown
       .on('error', (error) => {
-        if (settled) return debug('ssh connection error: %s', error.message)
+        if (settled) return config.onLateError?.(error)
         settled = true
         client.end()
         reject(error)

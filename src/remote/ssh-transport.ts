@@ -221,6 +221,7 @@ async function openClient(endpoint: SshEndpoint, env: NodeJS.ProcessEnv, timeout
       sock,
       readyTimeoutMs: timeoutMs,
       keepaliveCountMax: 4,
+      onLateError: (error) => debug('connection to %s: %s', endpoint.label, error.message),
       verifyHostKey: (key) => {
         verdict = checkHostKey(knownHosts, endpoint.host, endpoint.port, key)
         debug('host key of %s: %s', endpoint.label, verdict)
