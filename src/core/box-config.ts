@@ -11,11 +11,10 @@ export const BOX_CONFIG_FILE = `${BOX_CONFIG_DIR}/config.yaml`
 /**
  * Marks the engine process: `caller` is set by the entry point the sudoers rule names (sudo resets the caller's
  * environment and the entry point clears the rest, so only root's entry point sets it; the caller is sudo's SUDO_UID),
- * `root` by bin/run.js for root itself at a shell of an installed box (the caller is root).
+ * `root` by bin/run.js for root itself at a shell of an installed box (the caller is root); `member` marks a member's
+ * own client process (not the engine: it runs as the member).
  */
 export const ENGINE_ENV = 'GPU_COSPLAY_ENGINE'
-/** `member`: bin/run.js marks a member's own client process (not the engine: it runs as the member) */
-export type EngineMark = 'caller' | 'root' | 'member'
 
 /** What /etc/gpu-cosplay/config.yaml holds (read and validated by read-box-config.ts). */
 export type BoxConfig = {
@@ -126,9 +125,4 @@ export function pinBoxPaths(config: BoxConfig, env: NodeJS.ProcessEnv = process.
 export function pinEngineEnvironment(config: BoxConfig, env: NodeJS.ProcessEnv = process.env): void {
   for (const name of Object.keys(env)) if (name.startsWith('GPU_COSPLAY_') && name !== ENGINE_ENV && name !== 'GPU_COSPLAY_CANCEL_ON_EOF') delete env[name]
   pinBoxPaths(config, env)
-}
-
-/** tests only */
-export function forgetEngineConfig(): void {
-  engineConfig = null
 }

@@ -78,7 +78,6 @@ export const STEP_KINDS = [
   'set-persistence',
   'enable-mig',
   'create-gi',
-  'create-ci',
   'lock-clocks',
   'set-power-limit',
   'start-mps',
