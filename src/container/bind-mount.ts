@@ -15,9 +15,11 @@ const MOUNT_TIMEOUT_MS = 30_000
 /** Binds the folder or file open on `fd` (any descriptor, O_PATH included) at `target`; read-only when asked. */
 export async function bindDescriptor(executor: Executor, fd: number, target: string, options: {readonly readOnly: boolean}): Promise<void> {
   await mount(executor, ['mount', '--no-canonicalize', '--bind', '/proc/self/fd/3', target], fd)
-  // a bind takes its flags in a second call; nosuid and nodev whatever was asked: nothing in a member's folder is
-  // made special by being mounted
-  const flags = ['remount', 'bind', 'nosuid', 'nodev', ...(options.readOnly ? ['ro'] : [])].join(',')
+  // a bind takes its flags in a second call, which sets them all: nosuid and nodev whatever was asked (nothing in a
+  // member's folder is made special by being mounted), and what the source's own mount restricts (read-only, noexec)
+  // carried over by name rather than left to mount(8)'s version to keep
+  const inherited = sourceRestrictions(mountOptionsOf(target))
+  const flags = ['remount', 'bind', 'nosuid', 'nodev', ...new Set([...(options.readOnly ? ['ro'] : []), ...inherited])].join(',')
   try {
     await mount(executor, ['mount', '--no-canonicalize', '-o', flags, target])
   } catch (error) {
@@ -39,12 +41,39 @@ export function isMountPoint(target: string): boolean {
 }
 
 /** The mount points of this process's namespace, the kernel's octal escapes (\040 for a space, ...) undone. */
-export function mountPoints(): string[] {
-  return fs
-    .readFileSync('/proc/self/mountinfo', 'utf8')
+export function mountPoints(mountinfo: string = readMountinfo()): string[] {
+  return mountEntries(mountinfo).map((e) => e.point)
+}
+
+/** The per-mount options (ro, noexec, nosuid...) of the topmost mount at `target`; empty when nothing is mounted there. */
+export function mountOptionsOf(target: string, mountinfo: string = readMountinfo()): string[] {
+  // binds stack: the last entry at a mount point is the one on top
+  return (
+    mountEntries(mountinfo)
+      .filter((e) => e.point === target)
+      .pop()?.options ?? []
+  )
+}
+
+/** What a bind must keep of its source's mount: read-only and no-exec (a remount sets every flag it does not name anew). */
+export function sourceRestrictions(options: readonly string[]): string[] {
+  return options.filter((o) => o === 'ro' || o === 'noexec')
+}
+
+function readMountinfo(): string {
+  return fs.readFileSync('/proc/self/mountinfo', 'utf8')
+}
+
+/** mountinfo(5): field 5 is the mount point, field 6 its per-mount options. */
+function mountEntries(mountinfo: string): {point: string; options: string[]}[] {
+  return mountinfo
     .split('\n')
     .filter(Boolean)
-    .map((line) => line.split(' ')[4].replace(/\\([0-7]{3})/g, (_m, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))))
+    .map((line) => {
+      const fields = line.split(' ')
+      const point = fields[4].replace(/\\([0-7]{3})/g, (_m, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)))
+      return {point, options: (fields[5] ?? '').split(',')}
+    })
 }
 
 async function mount(executor: Executor, argv: readonly string[], passFd?: number): Promise<void> {
