@@ -79,7 +79,7 @@ describe('quotas', () => {
     await bringUp(upRequest(ALICE, {target: target('3090'), count: 2, quota: {...quota, slices: 5 * slices}, hostGpu: 1}), box.deps)
   })
 
-  it('up --count N spread over two GPUs is one session holding N sessions\' slices, counted once', async () => {
+  it("up --count N spread over two GPUs is one session holding N sessions' slices, counted once", async () => {
     const box = simBox(2)
     const quota = {sessions: 1, slices: 16, source: "alice's quota"}
     const quad = await bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, quota}), box.deps)
