@@ -421,21 +421,9 @@ def _cells(line):
 def _mig_used(lines):
     """GPU index -> sum of the memory used by its MIG devices (first line of each device row)."""
     used = {}
-    in_mig = False
-    for ln in lines:
-        if re.match(r"^\|\s*MIG devices:", ln):
-            in_mig = True
-            continue
-        if in_mig and not (ln.startswith("|") or ln.startswith("+")):
-            in_mig = False
-        if not in_mig:
-            continue
-        m = _MIG_ROW.match(ln)
-        if m:
-            mm = _MEM.search(ln)
-            if mm:
-                gpu = int(m.group(1))
-                used[gpu] = used.get(gpu, 0) + int(mm.group(1))
+    for gpu, _gi, _ci, _dev, mib in _mig_devices(lines):
+        if mib is not None:
+            used[gpu] = used.get(gpu, 0) + mib
     return used
 
 
