@@ -11,7 +11,7 @@ import {afterAll, describe, expect, it, jest} from '@jest/globals'
 import {killDuring} from '../support/crash-points.js'
 import {mpsEnv, mpsLog} from '../support/mps-sim.js'
 import {cleanupTemps, type Env, runCli, runJson, Sim} from '../support/run-cli.js'
-import {gpuState, mutatingCalls} from '../support/run-cli-async.js'
+import {gpuState, mutatingCalls, startCli} from '../support/run-cli-async.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -101,6 +101,23 @@ describe('up a6000 --count 4 on an 8x H200', () => {
       {index: 2, ranks: 2},
     ])
     expect(runCli(['down', 'quad', 'whole'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it('spread ups racing each other and a plain up on the same GPUs: none waits on another in a circle, each gets distinct slices, down restores all', async () => {
+    const {sim, env, before} = eightGpus()
+    const runs = [
+      startCli([...UP.slice(0, -1), 'quad1', '--json'], env),
+      startCli([...UP.slice(0, -1), 'quad2', '--json'], env),
+      startCli(['up', 'a6000', '--no-container', '--name', 'solo', '--host-gpu', '7', '--json'], env),
+    ]
+    const results = await Promise.all(runs.map((r) => r.done))
+    expect(results.map((r) => [r.exitCode, r.stderr])).toEqual(results.map(() => [0, '']))
+    const ranks = results.slice(0, 2).flatMap((r) => JSON.parse(r.stdout).ranks.map((k: any) => k.uuid))
+    expect(new Set(ranks).size).toBe(8)
+    // 4 + 4 + 1 slices of 3g.71gb, two a GPU (every spread up locks all eight GPUs, the plain one GPU 7's)
+    expect((gpuState(sim) as {instances: unknown[]}[]).reduce((n, g) => n + g.instances.length, 0)).toBe(9)
+    expect(runCli(['down', 'quad1', 'quad2', 'solo'], env).exitCode).toBe(0)
     expect(gpuState(sim)).toEqual(before)
   })
 
