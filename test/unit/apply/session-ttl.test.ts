@@ -10,6 +10,7 @@ import {reapSessions, isReapDue} from '../../../src/apply/reap.js'
 import {clockOf, extendSession, sessionClocks} from '../../../src/apply/session-clock.js'
 import {NO_POLICY, resolveTtlMs, sessionPolicyOf, warnLeadMs} from '../../../src/core/session-policy.js'
 import {cleanupTemps} from '../../cli/support/run-cli.js'
+import {target} from '../plan/catalog-for-tests.js'
 import {thrown} from '../support/thrown.js'
 import {ALICE, BOB, gpuPicture, type SimBox, simBox, upRequest} from './sim-deps.js'
 
@@ -50,6 +51,24 @@ describe('a session with a TTL', () => {
     expect(ended.closed).toMatchObject([{name: up.name}])
     expect(listSessions(box.stateDir)).toEqual([])
     expect(gpuPicture(box.sim)).toEqual(before)
+  })
+
+  it('a session spread over two GPUs is extended, warned and ended whole, both GPUs as found', async () => {
+    const two = simBox(2)
+    const before = [0, 1].map((g) => gpuPicture(two.sim, g))
+    const up = await bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, ttlMs: 10_000}), two.deps)
+    expect(up.parts).toHaveLength(1)
+    // one clock: the first record's, listed once
+    expect(sessionClocks(two.stateDir).map((c) => c.name)).toEqual([up.name])
+    const moved = await extendSession(up.name, 5_000, {uid: ALICE.uid, isRoot: false}, NO_POLICY, two.stateDir)
+    expect(Date.parse(moved.expiresAt)).toBe(Date.parse(up.session.expiresAt!) + 5_000)
+    const warned = await reapSessions({...two.deps, policy: NO_POLICY, now: at(up, 13_500)})
+    expect(warned.actions).toMatchObject([{name: up.name, action: 'warned'}])
+    const ended = await reapSessions({...two.deps, policy: NO_POLICY, now: at(up, 15_500)})
+    expect(ended.actions).toMatchObject([{name: up.name, action: 'ended', reason: 'ttl'}])
+    expect(ended.closed).toHaveLength(1)
+    expect(listSessions(two.stateDir)).toEqual([])
+    expect([0, 1].map((g) => gpuPicture(two.sim, g))).toEqual(before)
   })
 
   it('a session without a TTL is never reaped, and is not due', async () => {
