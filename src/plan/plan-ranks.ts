@@ -32,9 +32,20 @@ export function placeRanks(target: Target, hosts: readonly RankHost[], objective
   if (!Number.isInteger(count) || count < 2) throw new Error(`planRanks: count ${count} (one device is planCosplay's)`)
   const candidates: Candidate[] = []
   const refusals: string[] = []
+  // GPUs alike in all but their index (an idle 8-GPU box) have the same shapes: planned once (each plan is a search,
+  // and `up` plans every GPU under their locks)
+  const alike = new Map<string, Candidate[]>()
   for (const {host, held} of hosts) {
+    const key = likenessOf(host, held)
+    const known = alike.get(key)
+    if (known) {
+      candidates.push(...known.map((c) => onHost(c, host)))
+      continue
+    }
     try {
-      candidates.push(...shapesOn(target, host, held, objective, options))
+      const shapes = shapesOn(target, host, held, objective, options)
+      alike.set(key, shapes)
+      candidates.push(...shapes)
     } catch (error) {
       if (!(error instanceof CosplayError)) throw error
       refusals.push(`${where(host)}: ${error.message}`)
@@ -80,6 +91,17 @@ function shapesOn(target: Target, host: PlanHost, held: HeldSettings, objective:
     out.push(candidate(host, planOnGpu(target, {...host, profiles: [profile]}, objective, held, options)))
   }
   return out
+}
+
+/** What a GPU's plans depend on, all but which GPU it is. */
+function likenessOf(host: PlanHost, held: HeldSettings): string {
+  const {index: _index, name: _name, ...rest} = host
+  return JSON.stringify([rest, held])
+}
+
+/** A candidate planned on a GPU alike, as this GPU's own. */
+function onHost(c: Candidate, host: PlanHost): Candidate {
+  return {...c, host, plan: {...c.plan, host: {...c.plan.host, name: host.name, index: host.index}}}
 }
 
 function candidate(host: PlanHost, plan: Plan): Candidate {

@@ -71,6 +71,8 @@ describe('a spread session', () => {
       [0, 2],
       [1, 2],
     ])
+    // GPUs alike are planned once; each GPU's plan still names its own index
+    expect(placed.gpus.map((g) => g.plan.host.index)).toEqual([0, 1])
     const session = {...first, owner: {uid: 1234, user: 'alice'}, target: {key: 'rtx_a6000', name: 'NVIDIA RTX A6000'}, plan: placed.gpus[0].plan}
     const options = {
       image: {id: 'sha256:img', isCosplayImage: true, env: {}},
