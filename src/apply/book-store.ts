@@ -135,7 +135,8 @@ export async function withBooks<T>(
     }
     const opened = await Promise.all(ordered.map((gpu, k) => openBook(deps, gpu, locks[k], options(gpu))))
     const result = await act(gpus.map((gpu) => opened[ordered.indexOf(gpu)]))
-    for (const open of opened) await closeBook(deps, open)
+    // a GPU looked at and left alone gets no book it did not have
+    for (const open of opened) await closeBook(deps, open, {keepIfEmpty: false})
     return result
   }
   return lockFrom(0)
@@ -181,8 +182,10 @@ async function openBook(
 }
 
 /** After the caller acted: GPU-wide settings nobody holds any more put back, and the book saved. */
-async function closeBook(deps: BookStoreDeps, open: OpenBook): Promise<void> {
+async function closeBook(deps: BookStoreDeps, open: OpenBook, {keepIfEmpty = true}: {readonly keepIfEmpty?: boolean} = {}): Promise<void> {
   await settleUnheldLeases({gpu: deps.gpu, book: open.book, notes: open.notes, live: open.live})
+  const empty = Object.keys(open.book.sessions).length === 0 && Object.keys(open.book.leases).length === 0
+  if (!keepIfEmpty && empty && !fs.existsSync(bookPath(deps.stateDir, open.book.gpu.uuid))) return
   open.persist()
 }
 

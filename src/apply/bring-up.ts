@@ -186,7 +186,8 @@ async function bringUpLocked(
   )
   const record = async () => {
     if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, books), slicesOf(first.record))
-    // the first record last: a part is never in a book without the record it belongs to being written after it
+    // the parts first: a crash before the first record is written leaves parts that are starting, rolled back by the
+    // next command that opens their books
     for (const s of [...parts, first]) {
       s.open.book.sessions[name] = s.record
       s.open.persist()

@@ -3,7 +3,7 @@
  * (one name, listed once, ended whole) with a record on each GPU; all or nothing, and every crash point on any of its
  * GPUs recovers, the commit between the parts and the first record included.
  */
-import {readFileSync, writeFileSync} from 'node:fs'
+import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
@@ -47,6 +47,8 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     for (const u of uuids) expect(u).toMatch(/^MIG-/)
     expect(r.env.CUDA_VISIBLE_DEVICES).toBe(uuids.join(','))
     // the slices are where the ranks say: two 3g instances on each of GPUs 0 and 1, nothing elsewhere
+    // every GPU was read under its lock; only the two it uses got a book
+    expect(readdirSync(join(env.GPU_COSPLAY_STATE_DIR!, 'gpus')).filter((f) => f.endsWith('.json'))).toHaveLength(2)
     const during = gpuState(sim) as {instances: unknown[]}[]
     expect(during.map((g) => g.instances.length)).toEqual([2, 2, 0, 0, 0, 0, 0, 0])
     expect(during.slice(2)).toEqual(before.slice(2))
