@@ -133,7 +133,11 @@ export async function withBooks<T>(
         return lockFrom(i + 1)
       })
     }
-    const opened = await Promise.all(ordered.map((gpu, k) => openBook(deps, gpu, locks[k], options(gpu))))
+    // every open settles before a failure lets go of the locks: none goes on recovering a GPU it no longer holds
+    const settled = await Promise.allSettled(ordered.map((gpu, k) => openBook(deps, gpu, locks[k], options(gpu))))
+    const failed = settled.find((s) => s.status === 'rejected')
+    if (failed) throw failed.reason
+    const opened = settled.map((s) => (s as PromiseFulfilledResult<OpenBook>).value)
     const result = await act(gpus.map((gpu) => opened[ordered.indexOf(gpu)]))
     // a GPU looked at and left alone gets no book it did not have
     for (const open of opened) await closeBook(deps, open, {keepIfEmpty: false})
@@ -219,7 +223,8 @@ function firstRecordActive(stateDir: string, part: SessionRecord): boolean {
   } catch {
     return true
   }
-  return first !== undefined && first.phase === 'active' && first.createdAt === createdAt
+  // stopping: a down under way (or killed, which the first book's next opener finishes) still holds them
+  return first !== undefined && first.phase !== 'starting' && first.createdAt === createdAt
 }
 
 /**

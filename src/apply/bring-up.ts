@@ -189,6 +189,12 @@ async function bringUpLocked(
     // the parts first: a crash before the first record is written leaves parts that are starting, rolled back by the
     // next command that opens their books
     for (const s of [...parts, first]) {
+      if (s.open.book.sessions[name]) {
+        throw new StateError('SESSION_EXISTS', `GPU ${s.open.live.index} still holds a record named "${name}"`, {
+          exit: 2,
+          fix: ['run gpu-cosplay recover, or pick another --name'],
+        })
+      }
       s.open.book.sessions[name] = s.record
       s.open.persist()
     }

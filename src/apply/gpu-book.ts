@@ -130,7 +130,7 @@ const session = z.strictObject({
     .optional(),
   /**
    * A part of a session spread over several GPUs: its ranks on this GPU, with their own journal. It belongs to the
-   * record of the same name and creation time in the first GPU's book, and is rolled back once that is not active.
+   * record of the same name and creation time in the first GPU's book, and is rolled back once that is gone or never became active.
    */
   partOf: z.strictObject({gpuUuid: z.string(), createdAt: z.string(), firstRank: z.number().int().min(1), count: z.number().int().min(1)}).optional(),
 })

@@ -1,5 +1,5 @@
 import {pickGpu} from '../host/pick-gpu.js'
-import {type BookStoreDeps, withBook} from './book-store.js'
+import {type BookStoreDeps, listSessions, withBook} from './book-store.js'
 import {unwindSession} from './journal.js'
 import {releaseName} from './session-names.js'
 
@@ -39,7 +39,8 @@ export async function resetGpu(gpuIndex: number, deps: BookStoreDeps): Promise<R
           // Whatever could not be undone, the session is over; its leases must not outlive it.
           for (const lease of Object.values(book.leases)) if (lease) lease.holders = lease.holders.filter((h) => h !== session.name)
           delete book.sessions[session.name]
-          releaseName(deps.stateDir, session.name)
+          // a spread session's other records keep its name until they end
+          if (!listSessions(deps.stateDir).some((l) => l.gpuUuid !== book.gpu.uuid && l.session.name === session.name)) releaseName(deps.stateDir, session.name)
           ended.push(session.name)
           notes.push(...ctx.notes)
         }

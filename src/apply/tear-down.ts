@@ -36,9 +36,10 @@ export async function tearDown(names: readonly string[], requester: Requester, d
   })
 
   const closed: ClosedSession[] = []
-  for (const location of chosen) {
+  for (const [i, location] of chosen.entries()) {
     const ended = await withBook(deps, {uuid: location.gpuUuid, name: location.gpuName}, (open) => tearDownLocked(location, open, deps), {read: 'settings'})
-    releaseName(deps.stateDir, location.session.name)
+    // the name stays claimed until the session's last record is ended: nobody else's session can take it meanwhile
+    if (chosen[i + 1]?.session.name !== location.session.name) releaseName(deps.stateDir, location.session.name)
     // one entry per session: a part's restored settings and notes join its first record's
     const same = isSessionPart(location.session) ? closed.find((c) => c.name === ended.name) : undefined
     if (same) closed[closed.indexOf(same)] = {...same, restored: [...same.restored, ...ended.restored], notes: [...same.notes, ...ended.notes]}
@@ -59,7 +60,7 @@ export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Pro
       book.book.gpu,
       async (open) => {
         const mine = open.book.sessions[session.name]
-        return mine && isSessionPart(mine) ? endSessionLocked(mine, open, deps) : null
+        return mine && !isLeaseSession(mine) && mine.partOf?.createdAt === session.createdAt ? endSessionLocked(mine, open, deps) : null
       },
       {read: 'settings'},
     )
@@ -79,7 +80,8 @@ export function assertMayEnd(session: BookSession, requester: Requester): void {
 async function tearDownLocked(location: SessionLocation, open: OpenBook, deps: BookStoreDeps): Promise<ClosedSession> {
   const {book} = open
   const name = location.session.name
-  const session = book.sessions[name]
+  // the record listed, not one made since under the same name (its creation time tells them apart)
+  const session = book.sessions[name]?.createdAt === location.session.createdAt ? book.sessions[name] : undefined
   if (!session) {
     // Lost to a reboot (its instances are gone with it), or ended by another process meanwhile; a spread session's part
     // is rolled back by whoever opens its book once the first record is gone.
