@@ -25,6 +25,22 @@ RULES
 chmod 0440 "$SUDOERS.tmp"
 visudo -cqf "$SUDOERS.tmp" && mv "$SUDOERS.tmp" "$SUDOERS"
 
+# An earlier run that was killed (a CI job cut off, a session ended) can leave its sessions behind: containers
+# that dockerd brings back and staging bind mounts that keep the e2e state directories busy. This machine runs
+# the tests as root on a clean box (step 4 fails on any such container), so they are cleared here rather than
+# failing every suite after them.
+stale=$(docker ps -aq --filter label=io.gpu-cosplay.session)
+if [ -n "$stale" ]; then
+  echo "e2e: removing containers an interrupted run left: $(echo $stale)" >&2
+  docker rm -f $stale >/dev/null
+fi
+for dir in /var/lib/gpu-cosplay-e2e /var/lib/gpu-cosplay-e2e-sim; do
+  awk -v d="$dir" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do
+    echo "e2e: unmounting $m, left by an interrupted run" >&2
+    umount -l "$m"
+  done
+done
+
 [ -d node_modules ] || npm ci --no-audit --no-fund
 npm run build --silent
 

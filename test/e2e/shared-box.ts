@@ -34,6 +34,23 @@ function must(argv: readonly string[], options?: Parameters<typeof run>[1]): str
   return r.stdout
 }
 
+/**
+ * A suite that failed before its tearDown (or a run that was killed) can leave a session's staging binds mounted
+ * under the state directory; they would make every later setUp fail with EBUSY instead of its own result.
+ */
+function clearLeftMounts(dir: string): void {
+  const points = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((point): point is string => point !== undefined && (point === dir || point.startsWith(`${dir}/`)))
+    .sort()
+    .reverse()
+  for (const point of points) {
+    console.warn(`shared box: unmounting ${point}, left by an earlier run`)
+    run(['umount', '-l', point])
+  }
+}
+
 /** a command running in the background (SharedBox.start) */
 export type Background = {
   readonly pid: number
@@ -71,6 +88,7 @@ export class SharedBox {
     // the stub runtime hook finds the simulated GPU for the container here
     symlinkSync(SIM_STATE, join(SIM_DIR, `${this.id}.json`))
     for (const m of Object.values(MEMBERS)) this.makeUser(m.user, m.uid)
+    clearLeftMounts(STATE_DIR)
     rmSync(STATE_DIR, {recursive: true, force: true})
     const installed = this.root([
       'system',
