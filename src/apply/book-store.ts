@@ -7,7 +7,7 @@ import {bookPath, booksDir} from '../core/state-layout.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './journal.js'
 import {type BookSession, emptyBook, type GpuBook, isLeaseSession, isSessionPart, readBook, type SessionRecord, writeBook} from './gpu-book.js'
-import {type HeldLock, withGpuLock} from './gpu-lock.js'
+import {type HeldLock, type TakenLock, takeGpuLock, withGpuLock} from './gpu-lock.js'
 import {forgetIfRebooted} from './reboot.js'
 import {settleUnheldLeases} from './steps/lease-steps.js'
 import type {StepContext} from './steps/step.js'
@@ -112,38 +112,73 @@ export async function withBook<T>(
   })
 }
 
+/** Several GPUs' books, open under their locks (withBooks). */
+export type OpenBooks = {
+  /** the books opened, in the order the GPUs were given (a GPU left out is not among them) */
+  readonly opens: readonly OpenBook[]
+  /** leaveOutUnreadable: the GPUs whose book or GPU could not be read, and why; their locks are let go already */
+  readonly leftOut: readonly {readonly gpu: {readonly uuid: string; readonly name: string; readonly index?: number}; readonly reason: string}[]
+  /** Closes these books now, as at the end, and lets go of their locks: GPUs the caller has seen and will not change. */
+  letGo(opens: readonly OpenBook[]): Promise<void>
+}
+
+export type WithBooksOptions = {
+  readonly optionsFor?: (gpu: {readonly uuid: string}) => WithBookOptions
+  /** a GPU whose book is damaged or whose read fails is left out (OpenBooks.leftOut) rather than failing the call */
+  readonly leaveOutUnreadable?: boolean
+}
+
 /**
  * Several GPUs' books open at once (a session spread over them): their locks taken one by one in the order of their
  * UUIDs, the one order every process takes them in, so two such calls never wait on each other in a circle; then,
- * with every lock held, the books read and brought up to date side by side (one GPU read's time, not N). The books
- * come to `act` in the order given.
+ * with every lock held, the books read and brought up to date side by side (one GPU read's time, not N). The caller
+ * may let go of the GPUs it will not change before it acts on the others, so that nobody waits on them meanwhile.
  */
 export async function withBooks<T>(
   deps: BookStoreDeps,
   gpus: readonly {readonly uuid: string; readonly name: string; readonly index?: number}[],
-  act: (open: OpenBook[]) => Promise<T>,
-  options: (gpu: {readonly uuid: string}) => WithBookOptions = () => ({}),
+  act: (books: OpenBooks) => Promise<T>,
+  {optionsFor = () => ({}), leaveOutUnreadable = false}: WithBooksOptions = {},
 ): Promise<T> {
   const ordered = [...gpus].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
-  const locks: HeldLock[] = []
-  const lockFrom = async (i: number): Promise<T> => {
-    if (i < ordered.length) {
-      return withGpuLock(deps.stateDir, ordered[i].uuid, (lock) => {
-        locks[i] = lock
-        return lockFrom(i + 1)
-      })
-    }
+  const taken: TakenLock[] = []
+  try {
+    for (const gpu of ordered) taken.push(await takeGpuLock(deps.stateDir, gpu.uuid))
     // every open settles before a failure lets go of the locks: none goes on recovering a GPU it no longer holds
-    const settled = await Promise.allSettled(ordered.map((gpu, k) => openBook(deps, gpu, locks[k], options(gpu))))
-    const failed = settled.find((s) => s.status === 'rejected')
-    if (failed) throw failed.reason
-    const opened = settled.map((s) => (s as PromiseFulfilledResult<OpenBook>).value)
-    const result = await act(gpus.map((gpu) => opened[ordered.indexOf(gpu)]))
-    // a GPU looked at and left alone gets no book it did not have
-    for (const open of opened) await closeBook(deps, open, {keepIfEmpty: false})
+    const settled = await Promise.allSettled(ordered.map((gpu, k) => openBook(deps, gpu, taken[k].lock, optionsFor(gpu))))
+    const leftOut: {gpu: (typeof gpus)[number]; reason: string}[] = []
+    const lockOf = new Map<OpenBook, TakenLock>()
+    for (const [k, s] of settled.entries()) {
+      if (s.status === 'fulfilled') lockOf.set(s.value, taken[k])
+      else if (leaveOutUnreadable && isLeavable(s.reason)) leftOut.push({gpu: ordered[k], reason: (s.reason as Error).message})
+      else throw s.reason
+    }
+    for (const {gpu} of leftOut) await taken[ordered.indexOf(gpu)].release()
+    const open = new Set(lockOf.keys())
+    const letGo = async (opens: readonly OpenBook[]) => {
+      for (const o of opens) {
+        if (!open.delete(o)) continue
+        // a GPU looked at and left alone gets no book it did not have
+        await closeBook(deps, o, {keepIfEmpty: false})
+        lockOf.get(o)!.lock.assertHeld()
+        await lockOf.get(o)!.release()
+      }
+    }
+    const opens = gpus.flatMap((gpu) => {
+      const k = ordered.indexOf(gpu)
+      return settled[k].status === 'fulfilled' ? [settled[k].value] : []
+    })
+    const result = await act({opens, leftOut, letGo})
+    await letGo([...open])
     return result
+  } finally {
+    for (const t of taken) await t.release()
   }
-  return lockFrom(0)
+}
+
+/** What leaves one GPU out of a spread rather than failing it: what the GPU or its book says, never a bug or a lost lock. */
+function isLeavable(error: unknown): boolean {
+  return isUnsafeFileError(error) || (isCosplayError(error) && error.code !== 'GPU_LOCK_LOST')
 }
 
 /** Under the GPU's lock: its book read, the GPU read, what a reboot voided dropped, what dead processes left rolled back. */

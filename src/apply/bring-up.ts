@@ -1,5 +1,5 @@
 import type {Catalog, Target} from '../catalog/types.js'
-import {StateError} from '../core/errors.js'
+import {isCosplayError, StateError} from '../core/errors.js'
 import type {Quota} from '../core/session-policy.js'
 import type {GpuControl} from '../host/gpu-control.js'
 import type {ListGpus} from '../host/parse-list-gpus.js'
@@ -11,7 +11,7 @@ import {placeRanks} from '../plan/plan-ranks.js'
 import type {GpuWideRequest, Objective, Plan, PlanBasis} from '../plan/types.js'
 import type {PlanCalibration} from '../plan/measured-throughput.js'
 import {readCalibration} from '../host/calibration-file.js'
-import {type BookStoreDeps, type OpenBook, withBooks} from './book-store.js'
+import {type BookStoreDeps, type OpenBook, type OpenBooks, withBooks} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './journal.js'
 import {deviceOfRank, type GpuBook, heldSettings, migSlotsOf, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertWithinQuota, holdingOf, slicesOf, withQuotaLock} from './quota-check.js'
@@ -102,7 +102,9 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
   const count = request.count ?? 1
   const gpus = count > 1 && request.hostGpu === null && listed.gpus.length > 1 ? listed.gpus : [pickGpu(listed, request.hostGpu ?? 0)]
   const migBefore = new Map(gpus.map((g) => [g.uuid, new Set(listed.migDevices.filter((d) => d.gpuIndex === g.index).map((d) => d.uuid))]))
-  const claim = {gpuUuid: gpus[0].uuid, pid: request.pid, hostname: request.hostname}
+  const spread = gpus.length > 1
+  // a spread session's GPUs are known once it is planned: its claim names none
+  const claim = {gpuUuid: spread ? null : gpus[0].uuid, pid: request.pid, hostname: request.hostname}
   const name = request.name ?? reserveAutoName(deps.stateDir, `${request.owner.user}-${request.target.key}`, claim)
   if (request.name !== null && !reserveName(deps.stateDir, name, claim)) {
     throw new StateError('SESSION_EXISTS', `a session named "${name}" already exists`, {exit: 2, fix: ['pick another --name', 'see them: gpu-cosplay ps']})
@@ -116,8 +118,12 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
       }
     : undefined
   try {
-    const options = (gpu: {readonly uuid: string}) => ({migExpected: migBefore.get(gpu.uuid)!.size > 0, onReadStarted})
-    return await withBooks(deps, gpus, (open) => bringUpLocked(request, deps, name, open, migBefore, () => settled ?? Promise.resolve()), options)
+    const optionsFor = (gpu: {readonly uuid: string}) => ({migExpected: migBefore.get(gpu.uuid)!.size > 0, onReadStarted})
+    return await withBooks(deps, gpus, (books) => bringUpLocked(request, deps, name, books, migBefore, () => settled ?? Promise.resolve()), {
+      optionsFor,
+      // a spread goes where it fits: a GPU that cannot be read now is one it does not go to
+      leaveOutUnreadable: spread,
+    })
   } catch (error) {
     releaseName(deps.stateDir, name)
     throw error
@@ -131,15 +137,24 @@ async function bringUpLocked(
   request: UpRequest,
   deps: UpDeps,
   name: string,
-  opens: readonly OpenBook[],
+  {opens, leftOut, letGo}: OpenBooks,
   migBefore: ReadonlyMap<string, ReadonlySet<string>>,
   beforeChanges: () => Promise<void>,
 ): Promise<ActiveSession> {
-  const hosts = opens.map((open) => {
-    const model = hostModelFor(deps.catalog, open.live)
-    // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
-    const calibration = calibrationOf(deps.stateDir, model.key, open.live.driverVersion ?? null)
-    return {open, host: planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration}), held: heldSettings(open.book)}
+  const spread = opens.length + leftOut.length > 1
+  const refused = leftOut.map(({gpu, reason}) => `GPU ${gpu.index ?? gpu.uuid}: ${reason}`)
+  const hosts = opens.flatMap((open) => {
+    try {
+      const model = hostModelFor(deps.catalog, open.live)
+      // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
+      const calibration = calibrationOf(deps.stateDir, model.key, open.live.driverVersion ?? null)
+      return [{open, host: planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration}), held: heldSettings(open.book)}]
+    } catch (error) {
+      // a spread goes where it can be planned: a GPU of a model the catalog lacks, or a stale calibration, is left out
+      if (!spread || !isCosplayError(error)) throw error
+      refused.push(`GPU ${open.live.index}: ${error.message}`)
+      return []
+    }
   })
   const books = opens.map((o) => o.book)
   const quota = request.quota ?? null
@@ -150,8 +165,13 @@ async function bringUpLocked(
   // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on these GPUs now
   const placed =
     count > 1
-      ? placeRanks(request.target, hosts, request.objective, count, options).gpus.map((g) => ({...g, open: hosts.find((h) => h.host === g.host)!.open}))
+      ? placeRanks(request.target, hosts, request.objective, count, options, refused).gpus.map((g) => ({
+          ...g,
+          open: hosts.find((h) => h.host === g.host)!.open,
+        }))
       : [{open: opens[0], ranks: 1, plan: planOnGpu(request.target, hosts[0].host, request.objective, hosts[0].held, options)}]
+  // the GPUs it does not go to are let go of now: nobody waits on them while this session comes up
+  await letGo(opens.filter((o) => !placed.some((p) => p.open === o)))
   const plan = placed[0].plan
   await beforeChanges()
   const createdAt = new Date().toISOString()
@@ -203,7 +223,7 @@ async function bringUpLocked(
   await (quota ? withQuotaLock(deps.stateDir, record) : record())
 
   const ctxs = shares.map((s) => s.open.contextFor(s.record))
-  const notes = [...new Set(opens.flatMap((o) => o.notes))]
+  const notes = [...new Set([...opens.flatMap((o) => o.notes), ...leftOut.map(({gpu, reason}) => `left GPU ${gpu.index ?? gpu.uuid} out: ${reason}`)])]
   const booked = (i: number) => ({ctx: ctxs[i], persist: shares[i].open.persist})
   await completeOrUnwind(
     ctxs[0],

@@ -32,6 +32,21 @@ export type HeldLock = {
  * that died on this host is taken over at once, by its pid (lock-owner.ts).
  */
 export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (lock: HeldLock) => Promise<T>, options: LockOptions = {}): Promise<T> {
+  const taken = await takeGpuLock(stateDir, gpuUuid, options)
+  try {
+    const result = await fn(taken.lock)
+    taken.lock.assertHeld()
+    return result
+  } finally {
+    await taken.release()
+  }
+}
+
+/** A lock taken by takeGpuLock: released once, by whoever took it (withBooks lets go of some before others). */
+export type TakenLock = {readonly lock: HeldLock; release(): Promise<void>}
+
+/** withGpuLock's taking and letting go, apart: for callers that hold several locks and let go of them at different times. */
+export async function takeGpuLock(stateDir: string, gpuUuid: string, options: LockOptions = {}): Promise<TakenLock> {
   const lockfile = (await import('proper-lockfile')).default
   const target = lockTargetOf(stateDir, gpuUuid)
   const waitMs = options.waitMs ?? 120_000
@@ -86,13 +101,15 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (loc
       if (!stillHeld()) throw lockLost(gpuUuid, lost!)
     },
   }
-  try {
-    const result = await fn(lock)
-    lock.assertHeld()
-    return result
-  } finally {
-    // a lost lock is released by no one but its new holder: removing it would let a third process in beside them
-    if (stillHeld()) await release().catch(() => undefined)
+  let released = false
+  return {
+    lock,
+    async release() {
+      if (released) return
+      released = true
+      // a lost lock is released by no one but its new holder: removing it would let a third process in beside them
+      if (stillHeld()) await release().catch(() => undefined)
+    },
   }
 }
 

@@ -88,9 +88,15 @@ export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], s
     Object.values(book.sessions)
       .filter((s) => !isSessionPart(s))
       .map((s) => {
-        const live = probe?.gpus.find((g) => g.uuid === book.gpu.uuid) ?? null
+        const liveOf = (uuid: string) => probe?.gpus.find((g) => g.uuid === uuid) ?? null
+        const live = liveOf(book.gpu.uuid)
         const gi = s.mig?.gpuInstanceId ?? null
         const gis = migSlotsOf(s).map((slot) => slot.gpuInstanceId)
+        // each GPU a spread session holds slices on, with its instances there
+        const held = [
+          {live, gis},
+          ...(isLeaseSession(s) ? [] : partsOf(s)).map((p) => ({live: liveOf(p.gpuUuid), gis: migSlotsOf(p.session).map((slot) => slot.gpuInstanceId)})),
+        ]
         return {
           name: s.name,
           kind: isLeaseSession(s) ? ('lease' as const) : ('up' as const),
@@ -110,8 +116,8 @@ export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], s
                 ranks: ranksOf(s, book.gpu.uuid, partsOf(s), probe),
               }),
           container: s.container && {id: s.container.id, name: s.container.name},
-          instanceMissing: live !== null && gis.some((id) => id !== null && !live.gpuInstances.some((i) => i.id === id)),
-          ...liveUse(live, gi, gis),
+          instanceMissing: held.some((h) => h.live !== null && h.gis.some((id) => id !== null && !h.live!.gpuInstances.some((i) => i.id === id))),
+          ...liveUse(live, gi, held),
           shaping: isLeaseSession(s) ? null : shapingOf(s),
         }
       }),
@@ -145,14 +151,20 @@ export function hostStatus(probe: HostProbe | null, books: readonly GpuBook[], s
   return {gpus, sessions, stateDir, sharedStateDir}
 }
 
-/** Its live instance's placement and the memory its compute apps use (under MPS, NVML counts them on the server). */
-/** Where rank 0's instance sits, and the memory the processes on all of the session's instances use. */
-function liveUse(live: HostGpu | null, gi: number | null, gis: readonly (number | null)[]): {placement: SlicePlacement | null; memoryUsedMiB: number | null} {
+/**
+ * Where rank 0's instance sits, and the memory the processes on all of the session's instances use, on every GPU it
+ * holds (under MPS, NVML counts them on the server).
+ */
+function liveUse(
+  live: HostGpu | null,
+  gi: number | null,
+  held: readonly {readonly live: HostGpu | null; readonly gis: readonly (number | null)[]}[],
+): {placement: SlicePlacement | null; memoryUsedMiB: number | null} {
   const instance = live?.gpuInstances.find((i) => i.id === gi)
   if (!live || !instance) return {placement: null, memoryUsedMiB: null}
   const placement = {start: instance.placementStart, size: instance.placementSize}
-  if (live.unavailable.includes('processes')) return {placement, memoryUsedMiB: null}
-  const mine = live.processes.filter((p) => p.gpuInstanceId !== null && gis.includes(p.gpuInstanceId))
+  if (held.some((h) => !h.live || h.live.unavailable.includes('processes'))) return {placement, memoryUsedMiB: null}
+  const mine = held.flatMap((h) => h.live!.processes.filter((p) => p.gpuInstanceId !== null && h.gis.includes(p.gpuInstanceId)))
   if (mine.some((p) => p.usedMiB === null)) return {placement, memoryUsedMiB: null}
   return {placement, memoryUsedMiB: mine.reduce((sum, p) => sum + (p.usedMiB ?? 0), 0)}
 }

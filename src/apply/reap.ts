@@ -51,14 +51,14 @@ export type ReapResult = {
 export async function reapSessions(deps: ReapDeps): Promise<ReapResult> {
   const now = deps.now ?? Date.now
   const result: ReapResult = {actions: [], closed: [], notes: []}
-  for (const {book} of scanBooks(deps.stateDir, {skipCorrupt: true}).books) {
+  const books = scanBooks(deps.stateDir, {skipCorrupt: true}).books.map(({book}) => book)
+  const busy = deps.policy.idleReclaimMs === null ? new Set<string>() : await sessionsComputing(deps, books, result.notes)
+  for (const book of books) {
     // a spread session is reaped by its first record (its clock), which ends its parts too
     const sessions = Object.values(book.sessions).filter((s): s is SessionRecord => !isLeaseSession(s) && !isSessionPart(s) && s.phase === 'active')
-    if (sessions.length === 0) continue
-    const busy = deps.policy.idleReclaimMs === null ? new Set<string>() : await sessionsComputing(deps, book, sessions, result.notes)
     for (const session of sessions) {
       try {
-        await reapOne(deps, book, session, busy.has(session.name), now, result)
+        await reapOne(deps, book, session, busy.has(sessionKey(session)), now, result)
       } catch (error) {
         debug('reaping %s failed: %O', session.name, error)
         result.notes.push(`${session.name}: ${(error as Error).message}`)
@@ -160,24 +160,38 @@ async function endIfStillDue(deps: ReapDeps, book: GpuBook, name: string, reason
   return {...closed, restored: [...closed.restored, ...parts.flatMap((p) => p.restored)], notes: [...closed.notes, ...parts.flatMap((p) => p.notes)]}
 }
 
-/** The sessions with a compute process of their own on their slice (the MPS server aside), from one `-q` of the GPU. */
-async function sessionsComputing(deps: ReapDeps, book: GpuBook, sessions: readonly SessionRecord[], notes: string[]): Promise<Set<string>> {
-  let live: HostGpu
-  try {
-    live = await deps.gpu.probeGpu(book.gpu.uuid, {mig: false})
-  } catch (error) {
-    notes.push(`${book.gpu.uuid}: cannot read its processes (${(error as Error).message}); no session on it counts as idle`)
-    return new Set(sessions.map((s) => s.name))
-  }
-  const workers = live.processes.filter((p) => !/nvidia-cuda-mps-server/.test(p.name))
-  return new Set(
-    sessions
-      .filter((s) => {
+/** One session, whichever GPU a record of it is on: a spread session's parts share its name and creation time. */
+function sessionKey(s: SessionRecord): string {
+  return `${s.name}\u0000${s.createdAt}`
+}
+
+/**
+ * The sessions (sessionKey) with a compute process of their own on one of their slices (the MPS server aside), from
+ * one `-q` of each GPU that holds an active record: a spread session computing on any of its GPUs is in use.
+ */
+async function sessionsComputing(deps: ReapDeps, books: readonly GpuBook[], notes: string[]): Promise<Set<string>> {
+  const busy = new Set<string>()
+  const active = (book: GpuBook) => Object.values(book.sessions).filter((s): s is SessionRecord => !isLeaseSession(s) && s.phase === 'active')
+  await Promise.all(
+    books.map(async (book) => {
+      const records = active(book)
+      if (records.length === 0) return
+      let live: HostGpu
+      try {
+        live = await deps.gpu.probeGpu(book.gpu.uuid, {mig: false})
+      } catch (error) {
+        notes.push(`${book.gpu.uuid}: cannot read its processes (${(error as Error).message}); no session on it counts as idle`)
+        for (const s of records) busy.add(sessionKey(s))
+        return
+      }
+      const workers = live.processes.filter((p) => !/nvidia-cuda-mps-server/.test(p.name))
+      for (const s of records) {
         const slots = migSlotsOf(s)
-        return slots.length === 0 ? workers.length > 0 : workers.some((p) => slots.some((slot) => p.gpuInstanceId === slot.gpuInstanceId))
-      })
-      .map((s) => s.name),
+        if (slots.length === 0 ? workers.length > 0 : workers.some((p) => slots.some((slot) => p.gpuInstanceId === slot.gpuInstanceId))) busy.add(sessionKey(s))
+      }
+    }),
   )
+  return busy
 }
 
 /**

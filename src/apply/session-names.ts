@@ -50,7 +50,7 @@ export function assertNameNotReserved(name: string, caller: NameCaller, uidOf: U
  * Claims a name for the whole box with an exclusive create, so two concurrent `up`s on different GPUs
  * cannot both take it. The GPU book stays the source of truth for what the session did.
  */
-export function reserveName(stateDir: string, name: string, claim: {gpuUuid: string; pid: number; hostname: string}): boolean {
+export function reserveName(stateDir: string, name: string, claim: {gpuUuid: string | null; pid: number; hostname: string}): boolean {
   const file = claimPath(stateDir, name)
   const {O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW} = fs.constants
   let fd: number
@@ -77,8 +77,11 @@ export function releaseName(stateDir: string, name: string): void {
   fs.rmSync(claimPath(stateDir, name), {force: true})
 }
 
-/** who claimed a name: startTicks in claims written since it was recorded (see core/recorded-process.ts) */
-export type NameClaim = {name: string; gpuUuid: string; pid: number; hostname: string; startTicks?: string | null}
+/**
+ * who claimed a name: startTicks in claims written since it was recorded (see core/recorded-process.ts); gpuUuid is
+ * null for an up that may spread over several GPUs (where it goes is known only once it is planned)
+ */
+export type NameClaim = {name: string; gpuUuid: string | null; pid: number; hostname: string; startTicks?: string | null}
 
 export function readClaims(stateDir: string): NameClaim[] {
   return scanClaims(stateDir).claims
@@ -122,7 +125,7 @@ export function defaultSessionName(user: string, targetKey: string): string {
 }
 
 /** The first free `<user>-<target>`, `<user>-<target>-2`, ... */
-export function reserveAutoName(stateDir: string, base: string, claim: {gpuUuid: string; pid: number; hostname: string}): string {
+export function reserveAutoName(stateDir: string, base: string, claim: {gpuUuid: string | null; pid: number; hostname: string}): string {
   const clean = cleanBase(base)
   for (let n = 1; n < 1000; n++) {
     const name = n === 1 ? clean : `${clean}-${n}`

@@ -10,7 +10,15 @@ export type RankHost = {readonly host: PlanHost; readonly held: HeldSettings}
 /** /dev/shm per rank: NCCL's shared-memory transport keeps its buffers there (64 MiB, Docker's default, is too small). */
 export const SHM_MIB_PER_RANK = 1024
 
-type Candidate = {readonly host: PlanHost; readonly plan: Plan; readonly capacity: number; readonly score: number; readonly shape: string}
+/** shape: what a rank gets, said to the user; kind: what makes two GPUs' ranks alike (the same shape on the same model) */
+type Candidate = {
+  readonly host: PlanHost
+  readonly plan: Plan
+  readonly capacity: number
+  readonly score: number
+  readonly shape: string
+  readonly kind: string
+}
 
 /**
  * `plan/up GPU --count N`: N devices shaped like the target, each planned as a single session would be (the same
@@ -28,10 +36,18 @@ export function planRanks(target: Target, hosts: readonly RankHost[], objective:
 export type RankPlacement = {readonly plan: Plan; readonly gpus: readonly {readonly host: PlanHost; readonly ranks: number; readonly plan: Plan}[]}
 
 /** planRanks, and each GPU's own plan of the chosen shape: what `up` applies on each GPU of a spread session. */
-export function placeRanks(target: Target, hosts: readonly RankHost[], objective: Objective, count: number, options: PlanOnGpuOptions): RankPlacement {
+export function placeRanks(
+  target: Target,
+  hosts: readonly RankHost[],
+  objective: Objective,
+  count: number,
+  options: PlanOnGpuOptions,
+  /** GPUs the caller could not even model (unknown, unreadable): why, for the refusal's reasons */
+  refused: readonly string[] = [],
+): RankPlacement {
   if (!Number.isInteger(count) || count < 2) throw new Error(`planRanks: count ${count} (one device is planCosplay's)`)
   const candidates: Candidate[] = []
-  const refusals: string[] = []
+  const refusals: string[] = [...refused]
   // GPUs alike in all but their index (an idle 8-GPU box) have the same shapes: planned once (each plan is a search,
   // and `up` plans every GPU under their locks)
   const alike = new Map<string, Candidate[]>()
@@ -52,8 +68,9 @@ export function placeRanks(target: Target, hosts: readonly RankHost[], objective
     }
   }
   const preferred = bestOf(candidates)
+  // the ranks of one session are alike: a profile named the same on another model (A100's and H100's 3g.40gb) is another shape
   const byShape = new Map<string, Candidate[]>()
-  for (const c of candidates) byShape.set(c.shape, [...(byShape.get(c.shape) ?? []), c])
+  for (const c of candidates) byShape.set(c.kind, [...(byShape.get(c.kind) ?? []), c])
   const shapes = [...byShape.values()].sort((a, b) => bestOf(a)!.score - bestOf(b)!.score)
   for (const group of shapes) {
     // the most room first, then the GPUs' order: the fewest GPUs, and the same ones for the same state
@@ -68,7 +85,8 @@ export function placeRanks(target: Target, hosts: readonly RankHost[], objective
     }
     if (left > 0) continue
     const first = placed[0].candidate
-    const notes = first.shape === preferred?.shape ? [] : [`${count} of the preferred shape (${preferred!.shape}) do not fit; each rank takes ${first.shape}`]
+    const say = (c: Candidate) => (first.host.model.key === preferred!.host.model.key ? c.shape : shapeOn(c))
+    const notes = first.kind === preferred?.kind ? [] : [`${count} of the preferred shape (${say(preferred!)}) do not fit; each rank takes ${say(first)}`]
     const ranks: PlanRanks = {
       count,
       gpus: placed.map((p) => ({index: p.candidate.host.index, ranks: p.ranks})),
@@ -105,7 +123,13 @@ function onHost(c: Candidate, host: PlanHost): Candidate {
 }
 
 function candidate(host: PlanHost, plan: Plan): Candidate {
-  return {host, plan, capacity: capacityOf(host, plan), score: planScore(plan), shape: shapeOf(plan)}
+  const shape = shapeOf(plan)
+  return {host, plan, capacity: capacityOf(host, plan), score: planScore(plan), shape, kind: `${host.model.key} ${shape}`}
+}
+
+/** The shape with its GPU model: where the preferred shape is on another model than the one taken. */
+function shapeOn(c: Candidate): string {
+  return `${c.shape} of ${c.host.model.name}`
 }
 
 /** How many ranks of this plan's shape the GPU takes now. */
@@ -169,7 +193,7 @@ function idleCapacityOf(host: PlanHost, plan: Plan): number {
  */
 function doNotFit(target: Target, count: number, candidates: readonly Candidate[], refusals: readonly string[], hosts: readonly RankHost[]): StateError {
   const best = bestOf(candidates)
-  const fits = candidates.filter((c) => c.shape === best?.shape).reduce((sum, c) => sum + c.capacity, 0)
+  const fits = candidates.filter((c) => c.kind === best?.kind).reduce((sum, c) => sum + c.capacity, 0)
   const model = hosts.length === 1 && hosts[0].host.index === null ? hosts[0].host : null
   const perGpu = best && model ? best.capacity : 0
   const room =
@@ -178,10 +202,11 @@ function doNotFit(target: Target, count: number, candidates: readonly Candidate[
       : model && perGpu > 0
         ? `${perGpu} of ${best.shape} fit on one ${model.name}; ${count} need ${Math.ceil(count / perGpu)} (plan --on plans one GPU)`
         : `${fits} of ${best.shape} fit now${refusals.length > 0 ? ` (${refusals.join('; ')})` : ''}`
-  const idle = new Map<PlanHost, number>()
-  for (const c of candidates) idle.set(c.host, Math.max(idle.get(c.host) ?? 0, idleCapacityOf(c.host, c.plan)))
+  // whether N of some shape would fit once every GPU of its model is idle again (a GPU full now plans no candidate)
+  const kinds = new Map(candidates.map((c) => [c.kind, c]))
+  const idleFits = (c: Candidate) => hosts.filter((h) => h.host.model.key === c.host.model.key).reduce((sum, h) => sum + idleCapacityOf(h.host, c.plan), 0)
   // no GPU could plan (busy, MIG pending a reset): the reasons say what to wait for
-  const ever = candidates.length === 0 || [...idle.values()].reduce((sum, n) => sum + n, 0) >= count
+  const ever = candidates.length === 0 || [...kinds.values()].some((c) => idleFits(c) >= count)
   return new StateError(ever ? 'RANKS_DO_NOT_FIT' : 'TOO_MANY_RANKS', `${count} x ${target.name} do not fit: ${room}`, {
     fix: [`ask for fewer: --count ${Math.max(1, fits)}`, 'see who holds the GPUs: gpu-cosplay status'],
   })

@@ -219,6 +219,12 @@ def model(st):
     return MODELS[st["model"]]
 
 
+def name_of(st, g):
+    """The product name a GPU reports: its model's, unless the state gives it its own ("gpus.N.name"), which makes
+    a box with a GPU of a model the tool does not know."""
+    return g.get("name") or model(st)["name"]
+
+
 def prof_by_id(st, pid):
     for p in profiles(st):
         if p["id"] == pid:
@@ -422,7 +428,7 @@ def default_table(st, gpus):
         mig_supported = bool(m["profiles"])
         pm = "On" if g["persistence"] else "Off"
         ecc = "On" if g["mig_current"] else "0"
-        L.append("| %3d  %-31s%-4s|   %s Off | %20s |" % (g["index"], trunc(m["name"], 31), pm, g["bus_id"], ecc))
+        L.append("| %3d  %-31s%-4s|   %s Off | %20s |" % (g["index"], trunc(name_of(st, g), 31), pm, g["bus_id"], ecc))
         pwr = "%dW / %4dW" % (power_draw(st, g), int(round(g["power_limit"])))
         mem = "%dMiB / %6dMiB" % (mib_used(st, g), m["mem_total"])
         util = "N/A" if g["mig_current"] else "0%"
@@ -566,7 +572,7 @@ def list_gpus(st, gpus):
     m = model(st)
     L = []
     for g in gpus:
-        L.append("GPU %d: %s (UUID: %s)" % (g["index"], m["name"], g["uuid"]))
+        L.append("GPU %d: %s (UUID: %s)" % (g["index"], name_of(st, g), g["uuid"]))
         if g["mig_current"]:
             for i, (gi, ci) in enumerate(device_list(st, g)):
                 gp = prof_by_id(st, gi["profile_id"])
@@ -811,7 +817,7 @@ def query_block(st, g):
     cur = current_gfx_clock(st, g)
     util = "N/A" if g["mig_current"] else "0 %"
     ov = {
-        "Product Name": m["name"], "Product Architecture": m["arch"],
+        "Product Name": name_of(st, g), "Product Architecture": m["arch"],
         "Persistence Mode": en(g["persistence"]),
         "MIG Mode/Current": en(g["mig_current"]) if mig_supported else "N/A",
         "MIG Mode/Pending": en(g["mig_pending"]) if mig_supported else "N/A",
@@ -947,7 +953,7 @@ def query_value(st, g, f, nounits):
     if f == "index":
         return str(g["index"])
     if f in ("name", "gpu_name"):
-        return m["name"]
+        return name_of(st, g)
     if f in ("uuid", "gpu_uuid"):
         return g["uuid"]
     if f in ("pci.bus_id", "gpu_bus_id"):

@@ -3,7 +3,7 @@
  * (one name, listed once, ended whole) with a record on each GPU; all or nothing, and every crash point on any of its
  * GPUs recovers, the commit between the parts and the first record included.
  */
-import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
@@ -11,7 +11,7 @@ import {afterAll, describe, expect, it, jest} from '@jest/globals'
 import {killDuring} from '../support/crash-points.js'
 import {mpsEnv, mpsLog} from '../support/mps-sim.js'
 import {cleanupTemps, type Env, runCli, runJson, Sim} from '../support/run-cli.js'
-import {gpuState, mutatingCalls, startCli} from '../support/run-cli-async.js'
+import {gpuState, killHungSims, mutatingCalls, startCli, waitForCall} from '../support/run-cli-async.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -76,6 +76,25 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     expect(mpsLog(sim).filter((c) => c.command === 'quit')).toHaveLength(4)
   })
 
+  it('ps counts the memory its ranks use on every GPU, and calls it crashed when an instance on any of them is gone', () => {
+    const {sim, env} = eightGpus()
+    const up = runJson(UP, env).json
+    const onGpu1 = up.ranks.filter((k: any) => k.gpuIndex === 1)
+    const gis = sim.state().gpus[1].gis
+    const giOf = (uuid: string) => gis.find((g: any) => g.cis.some((c: any) => c.uuid === uuid))?.id
+    sim.setAll({
+      'gpus.0.processes': [{pid: 4242, name: 'python3', used_mib: 900, type: 'C', gi: up.ranks[0].gpuInstanceId, ci: 0}],
+      'gpus.1.processes': [{pid: 4343, name: 'python3', used_mib: 700, type: 'C', gi: giOf(onGpu1[1].uuid), ci: 0}],
+    })
+    const seen = runJson(['ps'], env).json[0]
+    expect([seen.memoryUsedMiB, seen.crashed]).toEqual([1600, false])
+    // an administrator destroys rank 3's instance on GPU 1
+    sim.setAll({'gpus.1.processes': [], 'gpus.1.gis': gis.filter((g: any) => g.id !== giOf(onGpu1[1].uuid))})
+    expect(runJson(['ps'], env).json[0].crashed).toBe(true)
+    sim.set('gpus.0.processes', [])
+    expect(runCli(['down', 'quad'], env).exitCode).toBe(0)
+  })
+
   it('says in text which GPU each rank is on', () => {
     const {env} = eightGpus()
     const text = runCli(UP, env).stdout
@@ -106,6 +125,63 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     expect(gpuState(sim)).toEqual(before)
   })
 
+  it('goes around the GPUs it cannot use now (a model it does not know, a damaged journal, a failing read), and leaves them as they were', () => {
+    const {sim, env} = eightGpus()
+    const uuids: string[] = sim.state().gpus.map((g: {uuid: string}) => g.uuid)
+    sim.set('gpus.0.name', 'NVIDIA Quux 9000')
+    mkdirSync(join(env.GPU_COSPLAY_STATE_DIR!, 'gpus'), {recursive: true})
+    writeFileSync(bookOf(env, uuids[1]), '{"damaged')
+    const before = gpuState(sim)
+    sim.failNext({match: uuids[2]})
+    const up = runJson(UP, env)
+    expect([up.exitCode, up.stderr]).toEqual([0, ''])
+    expect(up.json.plan.ranks.gpus).toEqual([
+      {index: 3, ranks: 2},
+      {index: 4, ranks: 2},
+    ])
+    expect(up.json.notes).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^left GPU 1 out: .*damaged|corrupt/i), expect.stringMatching(/^left GPU 2 out: /)]),
+    )
+    expect(readFileSync(bookOf(env, uuids[1]), 'utf8')).toBe('{"damaged')
+    // ps and down stop at a damaged journal, whatever GPU it is (gpu-cosplay reset is its fix): moved away here
+    rmSync(bookOf(env, uuids[1]))
+    expect(runCli(['down', 'quad'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it('refuses in one line naming each GPU it could not use, where the others cannot take the ranks', () => {
+    const {sim, env} = eightGpus()
+    sim.setAll(Object.fromEntries([2, 3, 4, 5, 6, 7].map((i) => [`gpus.${i}.name`, 'NVIDIA Quux 9000'])))
+    expect(runJson(['up', 'a6000', '--count', '2', '--no-container', '--host-gpu', '1'], env).exitCode).toBe(0)
+    const before = gpuState(sim)
+    sim.clearCalls()
+    const r = runJson(UP, env)
+    expect(r.exitCode).not.toBe(0)
+    expect(r.json.error.code).toBe('RANKS_DO_NOT_FIT')
+    expect(r.json.error.message).toMatch(/GPU 7: .*Quux/)
+    expect(mutatingCalls(sim)).toEqual([])
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it('lets go of the GPUs it does not go to once it has planned: a plain up on one of them does not wait for it', async () => {
+    const {sim, env, before} = eightGpus()
+    sim.set('faults', [{at: 1, action: 'hang', match: '-cgi'}])
+    const spread = startCli(UP, env)
+    await waitForCall(sim, (c) => c.fault === 'hang')
+    // its name is claimed before it is placed: the claim names no GPU
+    expect(JSON.parse(readFileSync(join(env.GPU_COSPLAY_STATE_DIR!, 'sessions', 'quad.json'), 'utf8')).gpuUuid).toBeNull()
+    // the spread up holds GPUs 0 and 1 while its first instance is being made; GPU 5 is free to take
+    const solo = runJson(['up', 'a6000', '--no-container', '--name', 'solo', '--host-gpu', '5'], env)
+    spread.kill('SIGKILL')
+    await spread.done
+    killHungSims(sim)
+    sim.set('faults', [])
+    expect([solo.exitCode, solo.stderr]).toEqual([0, ''])
+    expect(runJson(['recover'], env).exitCode).toBe(0)
+    expect(runCli(['down', 'solo'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
   it('spread ups racing each other and a plain up on the same GPUs: none waits on another in a circle, each gets distinct slices, down restores all', async () => {
     const {sim, env, before} = eightGpus()
     const runs = [
@@ -117,7 +193,7 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     expect(results.map((r) => [r.exitCode, r.stderr])).toEqual(results.map(() => [0, '']))
     const ranks = results.slice(0, 2).flatMap((r) => JSON.parse(r.stdout).ranks.map((k: any) => k.uuid))
     expect(new Set(ranks).size).toBe(8)
-    // 4 + 4 + 1 slices of 3g.71gb, two a GPU (every spread up locks all eight GPUs, the plain one GPU 7's)
+    // 4 + 4 + 1 slices of 3g.71gb, two a GPU (a spread up locks all eight GPUs to plan, then only its own; the plain one GPU 7's)
     expect((gpuState(sim) as {instances: unknown[]}[]).reduce((n, g) => n + g.instances.length, 0)).toBe(9)
     expect(runCli(['down', 'quad1', 'quad2', 'solo'], env).exitCode).toBe(0)
     expect(gpuState(sim)).toEqual(before)

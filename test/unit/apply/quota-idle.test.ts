@@ -142,6 +142,26 @@ describe('idle reclaim', () => {
     expect(gpuPicture(box.sim)).toEqual(before)
   })
 
+  it('a session spread over two GPUs is in use when it computes on either: only one idle on both is reclaimed', async () => {
+    const box = simBox(2)
+    const request = (owner: typeof ALICE) => upRequest(owner, {target: target('a6000'), count: 4, hostGpu: null, mpsAvailable: false, mpsOnHost: null})
+    const quad = await bringUp(request(ALICE), box.deps)
+    expect(quad.parts.map((p) => p.gpuIndex)).toEqual([1])
+    // alice's ranks 2 and 3 compute on GPU 1, none on her first GPU
+    const rank3 = quad.parts[0].session.moreSlices![0]!.gpuInstanceId
+    box.sim.set('gpus.1.processes', [{pid: 4242, name: 'python3', used_mib: 900, type: 'C', gi: rank3, ci: 0}])
+    const start = Date.parse(quad.session.createdAt)
+    const reap = (ms: number) => reapSessions({...box.deps, policy, now: () => start + ms})
+    expect((await reap(9_000)).actions).toEqual([])
+    expect((await reap(30_000)).actions).toEqual([])
+    expect(listSessions(box.stateDir).map((l) => l.session.name)).toEqual([quad.name, quad.name])
+    // once nothing computes on either GPU, it is warned and then ended whole
+    box.sim.set('gpus.1.processes', [])
+    expect((await reap(39_000)).actions).toMatchObject([{name: quad.name, action: 'warned', reason: 'idle'}])
+    expect((await reap(42_000)).actions).toMatchObject([{name: quad.name, action: 'ended', reason: 'idle'}])
+    expect(listSessions(box.stateDir)).toEqual([])
+  })
+
   it('a login resets the idle clock and withdraws its warning', async () => {
     const box = simBox()
     const up = await bringUp(upRequest(ALICE), box.deps)

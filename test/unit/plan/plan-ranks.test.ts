@@ -57,6 +57,26 @@ describe('planRanks', () => {
     expect(plan.warnings.some((w) => w.includes(`do not fit; each rank takes ${plan.mig!.profile}`))).toBe(true)
   })
 
+  it('never makes ranks of one session from two models, though their profiles share a name (A100 and H100 2g.20gb)', () => {
+    // a T4 takes 2g.20gb on an A100 80GB, and 1g.20gb or 2g.20gb on an H100 when its own does not fit
+    const profile = '2g.20gb'
+    for (const m of ['a100_80g', 'h100_sxm']) expect(hostModel(m).mig!.profiles.map((p) => p.name)).toContain(profile)
+    // without MPS (whose thread share differs by model) the two shapes read the same
+    const noMps = (h: RankHost): RankHost => ({...h, host: {...h.host, mpsAvailable: false}})
+    const hosts = [gpu('a100_80g', 0, {[profile]: 1, others: 0}), gpu('h100_sxm', 1, {[profile]: 1, others: 0})].map(noMps)
+    expect(thrown(() => planRanks(target('t4'), hosts, 'balanced', 2, OPTIONS)).code).toBe('RANKS_DO_NOT_FIT')
+    // two of one model's are placed as usual
+    const twoH100s = [gpu('h100_sxm', 0, {[profile]: 1, others: 0}), gpu('h100_sxm', 1, {[profile]: 1, others: 0})].map(noMps)
+    const plan = planRanks(target('t4'), twoH100s, 'balanced', 2, OPTIONS)
+    expect([plan.mig!.profile, plan.ranks!.gpus]).toEqual([
+      profile,
+      [
+        {index: 0, ranks: 1},
+        {index: 1, ranks: 1},
+      ],
+    ])
+  })
+
   it('on a live GPU only the free slices count', () => {
     const profile = planCosplay(target('3090'), planHostFromModel(hostModel('h200'), {mpsAvailable: true})).mig!.profile
     const busy = [gpu('h200', 0, {[profile]: 1, others: 0})]
