@@ -3,7 +3,7 @@
  * (one name, listed once, ended whole) with a record on each GPU; all or nothing, and every crash point on any of its
  * GPUs recovers, the commit between the parts and the first record included.
  */
-import {mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
@@ -26,6 +26,7 @@ function eightGpus(): {sim: Sim; env: Env; before: unknown[]} {
 }
 
 const bookOf = (env: Env, uuid: string) => join(env.GPU_COSPLAY_STATE_DIR!, 'gpus', `${uuid}.json`)
+const claimOf = (env: Env, name: string) => join(env.GPU_COSPLAY_STATE_DIR!, 'sessions', `${name}.json`)
 
 describe('up a6000 --count 4 on an 8x H200', () => {
   it('spreads as plan --count places it, lists the session once with every rank, and down restores every GPU', () => {
@@ -169,7 +170,7 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     const spread = startCli(UP, env)
     await waitForCall(sim, (c) => c.fault === 'hang')
     // its name is claimed before it is placed: the claim names no GPU
-    expect(JSON.parse(readFileSync(join(env.GPU_COSPLAY_STATE_DIR!, 'sessions', 'quad.json'), 'utf8')).gpuUuid).toBeNull()
+    expect(JSON.parse(readFileSync(claimOf(env, 'quad'), 'utf8')).gpuUuid).toBeNull()
     // the spread up holds GPUs 0 and 1 while its first instance is being made; GPU 5 is free to take
     const solo = runJson(['up', 'a6000', '--no-container', '--name', 'solo', '--host-gpu', '5'], env)
     spread.kill('SIGKILL')
@@ -236,9 +237,40 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     const {sim, env, before} = eightGpus()
     expect(runJson(UP, env).exitCode).toBe(0)
     await killDuring(sim, env, ['down', 'quad'], ['mig', '-i', '1', '-gi', '1', '-ci', '0', '-dci'], 'hang')
+    // its first record is ended, its part is not: the name stays claimed, nobody else's up takes it meanwhile
+    expect(existsSync(claimOf(env, 'quad'))).toBe(true)
+    expect(runJson(['up', 't4', '--no-container', '--name', 'quad', '--host-gpu', '5'], env).json.error.code).toBe('SESSION_EXISTS')
     expect(runJson(['recover'], env).exitCode).toBe(0)
+    expect(existsSync(claimOf(env, 'quad'))).toBe(false)
     expect(gpuState(sim)).toEqual(before)
     expect(runJson(['ps'], env).json).toEqual([])
+  })
+})
+
+describe('a session name held by records on several GPUs', () => {
+  it('reset of one GPU keeps the name while another GPU still holds a record of it', () => {
+    const {sim, env, before} = eightGpus()
+    expect(runJson(UP, env).exitCode).toBe(0)
+    expect(runJson(['reset', '--host-gpu', '1', '--yes'], env).exitCode).toBe(0)
+    expect(existsSync(claimOf(env, 'quad'))).toBe(true)
+    expect(runJson(['up', 't4', '--no-container', '--name', 'quad', '--host-gpu', '5'], env).json.error.code).toBe('SESSION_EXISTS')
+    expect(runJson(['down', 'quad'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+    expect(existsSync(claimOf(env, 'quad'))).toBe(false)
+  })
+
+  it('an up never writes over a record of the same name, even when its claim is gone', () => {
+    const {sim, env} = eightGpus()
+    expect(runJson(['up', 't4', '--no-container', '--name', 'solo', '--host-gpu', '0'], env).exitCode).toBe(0)
+    const during = gpuState(sim)
+    // the claim lost (removed by hand, or released too early by an older gpu-cosplay) while GPU 0 still holds solo
+    rmSync(claimOf(env, 'solo'))
+    sim.clearCalls()
+    const again = runJson(['up', 't4', '--no-container', '--name', 'solo', '--host-gpu', '0'], env)
+    expect([again.exitCode, again.json.error.code]).toEqual([2, 'SESSION_EXISTS'])
+    expect(mutatingCalls(sim)).toEqual([])
+    expect(gpuState(sim)).toEqual(during)
+    expect(runJson(['ps'], env).json.map((s: any) => s.name)).toEqual(['solo'])
   })
 })
 
