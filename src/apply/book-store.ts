@@ -141,19 +141,30 @@ export async function withBooks<T>(
   {optionsFor = () => ({}), leaveOutUnreadable = false}: WithBooksOptions = {},
 ): Promise<T> {
   const ordered = [...gpus].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
-  const taken: TakenLock[] = []
+  const taken: (TakenLock | null)[] = []
+  const leftOut: {gpu: (typeof gpus)[number]; reason: string}[] = []
   try {
-    for (const gpu of ordered) taken.push(await takeGpuLock(deps.stateDir, gpu.uuid))
+    for (const gpu of ordered) {
+      try {
+        // a GPU some other command holds for long is one to go around, not to wait on with the others' locks held
+        taken.push(await takeGpuLock(deps.stateDir, gpu.uuid, leaveOutUnreadable ? {waitMs: BUSY_GPU_WAIT_MS} : {}))
+      } catch (error) {
+        if (!leaveOutUnreadable || !isCosplayError(error) || error.code !== 'GPU_LOCKED') throw error
+        taken.push(null)
+        leftOut.push({gpu, reason: error.message})
+      }
+    }
     // every open settles before a failure lets go of the locks: none goes on recovering a GPU it no longer holds
-    const settled = await Promise.allSettled(ordered.map((gpu, k) => openBook(deps, gpu, taken[k].lock, optionsFor(gpu))))
-    const leftOut: {gpu: (typeof gpus)[number]; reason: string}[] = []
+    const settled = await Promise.allSettled(ordered.map(async (gpu, k) => (taken[k] ? openBook(deps, gpu, taken[k].lock, optionsFor(gpu)) : null)))
     const lockOf = new Map<OpenBook, TakenLock>()
     for (const [k, s] of settled.entries()) {
-      if (s.status === 'fulfilled') lockOf.set(s.value, taken[k])
-      else if (leaveOutUnreadable && isLeavable(s.reason)) leftOut.push({gpu: ordered[k], reason: (s.reason as Error).message})
-      else throw s.reason
+      if (s.status === 'fulfilled') {
+        if (s.value) lockOf.set(s.value, taken[k]!)
+      } else if (leaveOutUnreadable && isLeavable(s.reason)) {
+        leftOut.push({gpu: ordered[k], reason: (s.reason as Error).message})
+        await taken[k]!.release()
+      } else throw s.reason
     }
-    for (const {gpu} of leftOut) await taken[ordered.indexOf(gpu)].release()
     const open = new Set(lockOf.keys())
     const letGo = async (opens: readonly OpenBook[]) => {
       for (const o of opens) {
@@ -165,16 +176,19 @@ export async function withBooks<T>(
       }
     }
     const opens = gpus.flatMap((gpu) => {
-      const k = ordered.indexOf(gpu)
-      return settled[k].status === 'fulfilled' ? [settled[k].value] : []
+      const s = settled[ordered.indexOf(gpu)]
+      return s.status === 'fulfilled' && s.value ? [s.value] : []
     })
     const result = await act({opens, leftOut, letGo})
     await letGo([...open])
     return result
   } finally {
-    for (const t of taken) await t.release()
+    for (const t of taken) await t?.release()
   }
 }
+
+/** How long a spread up waits for each GPU's lock before it goes around that GPU (a short change takes about a second). */
+const BUSY_GPU_WAIT_MS = 5_000
 
 /** What leaves one GPU out of a spread rather than failing it: what the GPU or its book says, never a bug or a lost lock. */
 function isLeavable(error: unknown): boolean {

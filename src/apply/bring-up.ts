@@ -11,7 +11,7 @@ import {placeRanks} from '../plan/plan-ranks.js'
 import type {GpuWideRequest, Objective, Plan, PlanBasis} from '../plan/types.js'
 import type {PlanCalibration} from '../plan/measured-throughput.js'
 import {readCalibration} from '../host/calibration-file.js'
-import {type BookStoreDeps, type OpenBook, type OpenBooks, withBooks} from './book-store.js'
+import {type BookStoreDeps, type OpenBook, type OpenBooks, scanBooks, withBooks} from './book-store.js'
 import {type Cancellation, completeOrUnwind, runSteps} from './journal.js'
 import {deviceOfRank, type GpuBook, heldSettings, migSlotsOf, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertWithinQuota, holdingOf, slicesOf, withQuotaLock} from './quota-check.js'
@@ -125,8 +125,18 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
       leaveOutUnreadable: spread,
     })
   } catch (error) {
-    releaseName(deps.stateDir, name)
+    // a record whose undo could not finish keeps the name (recover, or down, releases it once the record is gone)
+    if (!recordsNamed(deps.stateDir, name)) releaseName(deps.stateDir, name)
     throw error
+  }
+}
+
+/** Whether any book holds a record of this name (a damaged book is no evidence either way; books not read: it may). */
+function recordsNamed(stateDir: string, name: string): boolean {
+  try {
+    return scanBooks(stateDir, {skipCorrupt: true}).books.some(({book}) => name in book.sessions)
+  } catch {
+    return true
   }
 }
 
@@ -142,7 +152,8 @@ async function bringUpLocked(
   beforeChanges: () => Promise<void>,
 ): Promise<ActiveSession> {
   const spread = opens.length + leftOut.length > 1
-  const refused = leftOut.map(({gpu, reason}) => `GPU ${gpu.index ?? gpu.uuid}: ${reason}`)
+  // a GPU not read now may be read later (up --wait waits for it); one the catalog cannot model never takes a rank
+  const refused = leftOut.map(({gpu, reason}) => ({reason: `GPU ${gpu.index ?? gpu.uuid}: ${reason}`, lasting: false}))
   const hosts = opens.flatMap((open) => {
     try {
       const model = hostModelFor(deps.catalog, open.live)
@@ -152,7 +163,7 @@ async function bringUpLocked(
     } catch (error) {
       // a spread goes where it can be planned: a GPU of a model the catalog lacks, or a stale calibration, is left out
       if (!spread || !isCosplayError(error)) throw error
-      refused.push(`GPU ${open.live.index}: ${error.message}`)
+      refused.push({reason: `GPU ${open.live.index}: ${error.message}`, lasting: true})
       return []
     }
   })
@@ -205,16 +216,27 @@ async function bringUpLocked(
     })),
   )
   const record = async () => {
-    if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, books), slicesOf(first.record))
+    // counted over the books of the GPUs it holds now: the ones it let go of are read afresh (others may have changed them)
+    if (quota)
+      assertWithinQuota(
+        quota,
+        holdingOf(
+          deps.stateDir,
+          request.owner.uid,
+          shares.map((s) => s.open.book),
+        ),
+        slicesOf(first.record),
+      )
+    const taken = shares.find((s) => s.open.book.sessions[name])
+    if (taken) {
+      throw new StateError('SESSION_EXISTS', `GPU ${taken.open.live.index} still holds a record named "${name}"`, {
+        exit: 2,
+        fix: ['run gpu-cosplay recover, or pick another --name'],
+      })
+    }
     // the parts first: a crash before the first record is written leaves parts that are starting, rolled back by the
     // next command that opens their books
     for (const s of [...parts, first]) {
-      if (s.open.book.sessions[name]) {
-        throw new StateError('SESSION_EXISTS', `GPU ${s.open.live.index} still holds a record named "${name}"`, {
-          exit: 2,
-          fix: ['run gpu-cosplay recover, or pick another --name'],
-        })
-      }
       s.open.book.sessions[name] = s.record
       s.open.persist()
     }

@@ -1,4 +1,5 @@
 import {type BookStoreDeps, listBooks, withBook} from './book-store.js'
+import {isSessionPart} from './gpu-book.js'
 import {readClaims, releaseName} from './session-names.js'
 import {diedOnThisHost} from '../core/recorded-process.js'
 
@@ -12,15 +13,26 @@ export type RecoverResult = {
 export async function recoverAll(deps: BookStoreDeps): Promise<RecoverResult> {
   const gpus: {uuid: string; name: string; recovered: string[]}[] = []
   const notes: string[] = []
-  for (const {book: seen} of listBooks(deps.stateDir)) {
-    // Opening the book under its lock is the recovery: withBook rolls back what dead processes left.
+  // Opening the book under its lock is the recovery: withBook rolls back what dead processes left.
+  const recoverBook = async (gpu: {uuid: string; name: string}) => {
     let bookNotes: readonly string[] = []
-    const recovered = await withBook(deps, seen.gpu, async (open) => {
+    const recovered = await withBook(deps, gpu, async (open) => {
       bookNotes = open.notes
       return [...open.recovered]
     })
     notes.push(...bookNotes)
-    gpus.push({uuid: seen.gpu.uuid, name: seen.gpu.name, recovered})
+    return recovered
+  }
+  for (const {book: seen} of listBooks(deps.stateDir)) {
+    gpus.push({uuid: seen.gpu.uuid, name: seen.gpu.name, recovered: await recoverBook(seen.gpu)})
+  }
+  // A spread session's part is void once its first record is gone; a down killed while ending that first record is
+  // finished above, maybe after the part's book was opened: those books are opened once more.
+  for (const {book: seen} of listBooks(deps.stateDir).filter(({book}) => Object.values(book.sessions).some(isSessionPart))) {
+    const entry = gpus.find((g) => g.uuid === seen.gpu.uuid)
+    const recovered = await recoverBook(seen.gpu)
+    if (entry) entry.recovered.push(...recovered)
+    else gpus.push({uuid: seen.gpu.uuid, name: seen.gpu.name, recovered})
   }
   return {gpus, releasedNames: releaseDeadClaims(deps.stateDir), notes}
 }

@@ -1,5 +1,5 @@
 import {InputError, StateError} from '../core/errors.js'
-import {type BookStoreDeps, listBooks, listSessions, type OpenBook, type SessionLocation, withBook} from './book-store.js'
+import {type BookStoreDeps, listSessions, type OpenBook, scanBooks, type SessionLocation, withBook} from './book-store.js'
 import {unwindSession} from './journal.js'
 import {type BookSession, isLeaseSession, isSessionPart} from './gpu-book.js'
 import {releaseName} from './session-names.js'
@@ -53,7 +53,8 @@ export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Pro
   if (isLeaseSession(session) || !session.spread) return []
   const closed: ClosedSession[] = []
   for (const part of session.spread.parts) {
-    const book = listBooks(deps.stateDir).find((b) => b.book.gpu.uuid === part.gpuUuid)
+    // a damaged book of another GPU must not stop the parts from ending (the first record is ended already)
+    const book = scanBooks(deps.stateDir, {skipCorrupt: true}).books.find((b) => b.book.gpu.uuid === part.gpuUuid)
     if (!book) continue
     const ended = await withBook(
       deps,

@@ -76,7 +76,8 @@ export async function renderMetrics(view: HostView): Promise<string> {
   }
   for (const g of view.gpus) {
     const gpu = String(g.index)
-    gpuSessions.set({gpu}, ups.filter((s) => s.gpuUuid === g.uuid).length)
+    // a spread session counts on every GPU one of its ranks is on
+    gpuSessions.set({gpu}, ups.filter((s) => s.gpuUuid === g.uuid || (s.ranks ?? []).some((r) => r.gpuIndex === g.index)).length)
     if (g.memorySlices !== null) slicesFree.set({gpu}, g.freeMemorySlices.length)
     if (g.powerLimitW !== null) power.set({gpu}, g.powerLimitW)
     if (g.clockLockedMHz !== null) clock.set({gpu}, g.clockLockedMHz * 1e6)

@@ -42,12 +42,15 @@ export function placeRanks(
   objective: Objective,
   count: number,
   options: PlanOnGpuOptions,
-  /** GPUs the caller could not even model (unknown, unreadable): why, for the refusal's reasons */
-  refused: readonly string[] = [],
+  /**
+   * GPUs the caller could not even model, and why, for the refusal's reasons: lasting where they never take a rank
+   * (a model the catalog lacks), not where a later look may find them usable (a read that failed, a damaged journal)
+   */
+  refused: readonly {readonly reason: string; readonly lasting: boolean}[] = [],
 ): RankPlacement {
   if (!Number.isInteger(count) || count < 2) throw new Error(`planRanks: count ${count} (one device is planCosplay's)`)
   const candidates: Candidate[] = []
-  const refusals: string[] = [...refused]
+  const refusals: string[] = refused.map((r) => r.reason)
   // GPUs alike in all but their index (an idle 8-GPU box) have the same shapes: planned once (each plan is a search,
   // and `up` plans every GPU under their locks)
   const alike = new Map<string, Candidate[]>()
@@ -96,7 +99,14 @@ export function placeRanks(
     const withRanks = (plan: Plan) => ({...plan, ranks, warnings: [...plan.warnings, ...notes]})
     return {plan: withRanks(first.plan), gpus: placed.map((p) => ({host: p.candidate.host, ranks: p.ranks, plan: withRanks(p.candidate.plan)}))}
   }
-  throw doNotFit(target, count, candidates, refusals, hosts)
+  throw doNotFit(
+    target,
+    count,
+    candidates,
+    refusals,
+    hosts,
+    refused.some((r) => !r.lasting),
+  )
 }
 
 /** Every shape a GPU could give one rank: its own plan, then (MIG) each other free profile that holds the VRAM. */
@@ -191,7 +201,15 @@ function idleCapacityOf(host: PlanHost, plan: Plan): number {
  * RANKS_DO_NOT_FIT where the GPUs could take N once others free their slices (`up --wait` waits for that);
  * TOO_MANY_RANKS where they never could.
  */
-function doNotFit(target: Target, count: number, candidates: readonly Candidate[], refusals: readonly string[], hosts: readonly RankHost[]): StateError {
+function doNotFit(
+  target: Target,
+  count: number,
+  candidates: readonly Candidate[],
+  refusals: readonly string[],
+  hosts: readonly RankHost[],
+  /** a GPU was not looked at this time: what it holds is unknown, so N may fit later */
+  unseen: boolean,
+): StateError {
   const best = bestOf(candidates)
   const fits = candidates.filter((c) => c.kind === best?.kind).reduce((sum, c) => sum + c.capacity, 0)
   const model = hosts.length === 1 && hosts[0].host.index === null ? hosts[0].host : null
@@ -206,7 +224,7 @@ function doNotFit(target: Target, count: number, candidates: readonly Candidate[
   const kinds = new Map(candidates.map((c) => [c.kind, c]))
   const idleFits = (c: Candidate) => hosts.filter((h) => h.host.model.key === c.host.model.key).reduce((sum, h) => sum + idleCapacityOf(h.host, c.plan), 0)
   // no GPU could plan (busy, MIG pending a reset): the reasons say what to wait for
-  const ever = candidates.length === 0 || [...kinds.values()].some((c) => idleFits(c) >= count)
+  const ever = unseen || candidates.length === 0 || [...kinds.values()].some((c) => idleFits(c) >= count)
   return new StateError(ever ? 'RANKS_DO_NOT_FIT' : 'TOO_MANY_RANKS', `${count} x ${target.name} do not fit: ${room}`, {
     fix: [`ask for fewer: --count ${Math.max(1, fits)}`, 'see who holds the GPUs: gpu-cosplay status'],
   })

@@ -41,7 +41,8 @@ function gpuPicture(g: GpuStatus, sessions: readonly SessionView[], style: BoxSt
   const clock = g.clockLockedMHz === null ? 'unlocked' : `${g.clockLockedMHz} MHz`
   const power = g.powerLimitW === null ? '?' : `${g.powerLimitW} W`
   const header = `${paint(BOLD, `GPU ${g.index}: ${g.name}`)}  MIG ${mig}  clock ${clock}  power limit ${power}`
-  const here = sessions.filter((x) => x.gpuUuid === g.uuid && x.kind === 'up')
+  // a spread session is drawn on every GPU one of its ranks is on
+  const here = sessions.filter((x) => x.kind === 'up' && (x.gpuUuid === g.uuid || (x.ranks ?? []).some((r) => r.gpuIndex === g.index)))
   const letters = new Map(
     [...here]
       .sort((a, b) => (a.placement?.start ?? 99) - (b.placement?.start ?? 99) || a.name.localeCompare(b.name))

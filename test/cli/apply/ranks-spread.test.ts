@@ -274,6 +274,67 @@ describe('a session name held by records on several GPUs', () => {
   })
 })
 
+describe('a spread session beside failures and busy GPUs', () => {
+  it('an up whose undo failed keeps its name claimed while its records remain', () => {
+    const {sim, env} = eightGpus()
+    // GPU 1's second instance fails, and so does undoing one of GPU 0's
+    sim.set('faults', [
+      {at: 4, action: 'fail', match: '-cgi'},
+      {at: 1, action: 'fail', match: '-dci'},
+    ])
+    expect(runJson(UP, env).exitCode).toBe(3)
+    sim.set('faults', [])
+    expect(existsSync(claimOf(env, 'quad'))).toBe(true)
+    expect(runJson(['up', 't4', '--no-container', '--name', 'quad', '--host-gpu', '5'], env).json.error.code).toBe('SESSION_EXISTS')
+    // recover finishes the undo and frees the name
+    expect(runJson(['recover'], env).exitCode).toBe(0)
+    expect(existsSync(claimOf(env, 'quad'))).toBe(false)
+  })
+
+  it('kill -9 while down ends the first record: one recover finishes the whole session, whichever book it opens first', async () => {
+    let sim = Sim.create('h200', 8)
+    // the part's book (GPU 1) sorts before the first record's (GPU 0)
+    while (!(sim.state().gpus[1].uuid < sim.state().gpus[0].uuid)) sim = Sim.create('h200', 8)
+    const env = mpsEnv(sim)
+    const before = gpuState(sim)
+    expect(runJson(UP, env).exitCode).toBe(0)
+    await killDuring(sim, env, ['down', 'quad'], ['mig -i 0 -gi'], 'hang')
+    expect(runJson(['recover'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+    expect(existsSync(claimOf(env, 'quad'))).toBe(false)
+  })
+
+  it('goes around a GPU another command holds for long, instead of waiting on it with the others held', async () => {
+    const {sim, env, before} = eightGpus()
+    const uuids: string[] = sim.state().gpus.map((g: {uuid: string}) => g.uuid)
+    const last = uuids.indexOf([...uuids].sort().at(-1)!)
+    // a plain up on the GPU every spread up locks last hangs while it holds that GPU
+    sim.set('faults', [{at: 1, action: 'hang', match: '-cgi'}])
+    const stuck = startCli(['up', 't4', '--no-container', '--name', 'stuck', '--host-gpu', String(last)], env)
+    await waitForCall(sim, (c) => c.fault === 'hang')
+    const quad = runJson(UP, env)
+    stuck.kill('SIGKILL')
+    await stuck.done
+    killHungSims(sim)
+    sim.set('faults', [])
+    expect([quad.exitCode, quad.stderr]).toEqual([0, ''])
+    expect(quad.json.plan.ranks.gpus.map((g: any) => g.index)).not.toContain(last)
+    expect(quad.json.notes).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^left GPU ${last} out: .*busy`))]))
+    expect(runJson(['recover'], env).exitCode).toBe(0)
+    expect(runCli(['down', 'quad'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it('status draws its slices as its own on every GPU it holds', () => {
+    const {env} = eightGpus()
+    expect(runJson(UP, env).exitCode).toBe(0)
+    const text = runCli(['status'], env).stdout
+    expect(text).toMatch(/GPU 1: /)
+    expect(text).not.toMatch(/\? GI/)
+    expect(runCli(['down', 'quad'], env).exitCode).toBe(0)
+  })
+})
+
 describe('kill -9 during a spread up --count 4, then recover', () => {
   const {sim, env} = eightGpus()
   sim.clearCalls()

@@ -2,16 +2,17 @@
  * Issue 20: quotas refuse cleanly before any change, across GPUs and under concurrency; idle reclaim ends a session
  * nobody uses (after a warning) and leaves a busy one. Over the nvidia-smi simulator.
  */
-import {readdirSync} from 'node:fs'
+import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {afterAll, describe, expect, it, jest} from '@jest/globals'
 
 import {bringUp} from '../../../src/apply/bring-up.js'
-import {listSessions} from '../../../src/apply/book-store.js'
+import {listSessions, scanBooks} from '../../../src/apply/book-store.js'
+import {isSessionPart} from '../../../src/apply/gpu-book.js'
 import {reapSessions} from '../../../src/apply/reap.js'
 import {idleSessions} from '../../../src/apply/session-clock.js'
-import {quotaFor, sessionPolicyOf} from '../../../src/core/session-policy.js'
+import {NO_POLICY, quotaFor, sessionPolicyOf} from '../../../src/core/session-policy.js'
 import {cleanupTemps} from '../../cli/support/run-cli.js'
 import {MUTATING} from '../../cli/support/run-cli-async.js'
 import {target} from '../plan/catalog-for-tests.js'
@@ -92,6 +93,22 @@ describe('quotas', () => {
     expect((refused as Error).message).toContain('you hold 1 session(s) with 16 memory slice(s)')
   })
 
+  it('a session recorded on a GPU a spread up let go of counts against that spread up’s quota', async () => {
+    const box = simBox(3)
+    const quota = {sessions: 1, slices: null, source: "the box's quota"}
+    let solo: Promise<unknown> | undefined
+    // while the spread up prepares (after it let go of GPU 2), the same user takes a session on GPU 2
+    const beforeChanges = async () => {
+      solo ??= bringUp(upRequest(ALICE, {target: target('t4'), hostGpu: 2, quota, name: 'solo'}), box.deps)
+      await solo.catch(() => undefined)
+    }
+    const quad = bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, quota, name: 'quad', beforeChanges}), box.deps)
+    await expect(quad).rejects.toMatchObject({code: 'QUOTA_EXCEEDED'})
+    await solo
+    const held = listSessions(box.stateDir).filter((l) => !isSessionPart(l.session))
+    expect(held.map((l) => l.session.name)).toEqual(['solo'])
+  })
+
   it('two concurrent ups on two GPUs cannot both take the last place', async () => {
     const box = simBox(2)
     const quota = {sessions: 1, slices: null, source: "the box's quota"}
@@ -160,6 +177,17 @@ describe('idle reclaim', () => {
     expect((await reap(39_000)).actions).toMatchObject([{name: quad.name, action: 'warned', reason: 'idle'}])
     expect((await reap(42_000)).actions).toMatchObject([{name: quad.name, action: 'ended', reason: 'idle'}])
     expect(listSessions(box.stateDir)).toEqual([])
+  })
+
+  it('the reaper ends a spread session whole though another GPU’s journal is damaged', async () => {
+    const box = simBox(3)
+    const up = await bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, ttlMs: 10_000}), box.deps)
+    mkdirSync(join(box.stateDir, 'gpus'), {recursive: true})
+    writeFileSync(join(box.stateDir, 'gpus', `${box.sim.state().gpus[2].uuid}.json`), '{"damaged')
+    const reaped = await reapSessions({...box.deps, policy: NO_POLICY, now: () => Date.parse(up.session.createdAt) + 10_500})
+    expect(reaped.actions).toMatchObject([{name: up.name, action: 'ended', reason: 'ttl'}])
+    expect(scanBooks(box.stateDir, {skipCorrupt: true}).books.flatMap(({book}) => Object.keys(book.sessions))).toEqual([])
+    expect([0, 1].map((gpu) => box.sim.state().gpus[gpu].gis)).toEqual([[], []])
   })
 
   it('a login resets the idle clock and withdraws its warning', async () => {
