@@ -1,7 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 
-import {isCosplayError} from '../core/errors.js'
+import {type CosplayError, isCosplayError} from '../core/errors.js'
 import {isUnsafeFileError, type RefusedFile, refusedFile} from '../core/json-file.js'
 import {bookPath, booksDir} from '../core/state-layout.js'
 import type {HostGpu} from '../host/types.js'
@@ -27,6 +27,8 @@ export type BookScan = {
   readonly books: {file: string; book: GpuBook}[]
   /** named like a book but never read: a symlink, not a regular file, or (engine) not root's */
   readonly refused: RefusedFile[]
+  /** skipCorrupt: the damaged books' errors (JOURNAL_CORRUPT), each naming its file and fix */
+  readonly damaged: CosplayError[]
 }
 
 /**
@@ -35,7 +37,7 @@ export type BookScan = {
  */
 export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boolean} = {}): BookScan {
   const dir = booksDir(stateDir)
-  const scan: BookScan = {books: [], refused: []}
+  const scan: BookScan = {books: [], refused: [], damaged: []}
   if (!fs.existsSync(dir)) return scan
   for (const name of fs.readdirSync(dir).sort()) {
     if (!name.endsWith('.json') || name.startsWith('.')) continue
@@ -45,15 +47,29 @@ export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boo
       if (book) scan.books.push({file, book})
     } catch (error) {
       if (isUnsafeFileError(error)) scan.refused.push(refusedFile(error))
-      else if (!(options.skipCorrupt && isCosplayError(error) && error.code === 'JOURNAL_CORRUPT')) throw error
+      else if (options.skipCorrupt && isCosplayError(error) && error.code === 'JOURNAL_CORRUPT') scan.damaged.push(error)
+      else throw error
     }
   }
   return scan
 }
 
+/**
+ * Every session in the books that can be read, and the damaged books' errors: for commands that act on named
+ * sessions (down), which a damaged book of another GPU must not stop; one not found may be on a damaged GPU.
+ */
+export function listReadableSessions(stateDir: string): {sessions: SessionLocation[]; damaged: CosplayError[]} {
+  const scan = scanBooks(stateDir, {skipCorrupt: true})
+  return {sessions: scan.books.flatMap(({book}) => sessionsIn(book)), damaged: scan.damaged}
+}
+
 /** Every session in every GPU book. */
 export function listSessions(stateDir: string): SessionLocation[] {
-  return listBooks(stateDir).flatMap(({book}) => Object.values(book.sessions).map((session) => ({session, gpuUuid: book.gpu.uuid, gpuName: book.gpu.name})))
+  return listBooks(stateDir).flatMap(({book}) => sessionsIn(book))
+}
+
+function sessionsIn(book: GpuBook): SessionLocation[] {
+  return Object.values(book.sessions).map((session) => ({session, gpuUuid: book.gpu.uuid, gpuName: book.gpu.name}))
 }
 
 export type BookStoreDeps = EngineDeps & {readonly stateDir: string; readonly bootId: string | null}

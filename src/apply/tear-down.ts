@@ -1,5 +1,5 @@
 import {InputError, StateError} from '../core/errors.js'
-import {type BookStoreDeps, listSessions, type OpenBook, scanBooks, type SessionLocation, withBook} from './book-store.js'
+import {type BookStoreDeps, listReadableSessions, type OpenBook, scanBooks, type SessionLocation, withBook} from './book-store.js'
 import {unwindSession} from './journal.js'
 import {type BookSession, isLeaseSession, isSessionPart} from './gpu-book.js'
 import {releaseName} from './session-names.js'
@@ -23,12 +23,14 @@ export type ClosedSession = {
  * the steps that look for instances list them themselves.
  */
 export async function tearDown(names: readonly string[], requester: Requester, deps: BookStoreDeps): Promise<ClosedSession[]> {
-  const all = listSessions(deps.stateDir)
+  // a damaged book of another GPU does not stop the others' sessions from ending; a name found nowhere may be on it
+  const {sessions: all, damaged} = listReadableSessions(deps.stateDir)
   const chosen = [...new Set(names)].flatMap((name) => {
     // a spread session's first record before its parts: its container holds their devices, and once it is gone the
     // parts are void (a crash from here on leaves them for the next command to roll back)
     const found = all.filter((l) => l.session.name === name).sort((a, b) => Number(isSessionPart(a.session)) - Number(isSessionPart(b.session)))
     if (found.length === 0) {
+      if (damaged.length > 0) throw damaged[0]
       throw new InputError('UNKNOWN_SESSION', `no session named "${name}"`, {fix: ['see them: gpu-cosplay ps']})
     }
     for (const {session} of found) assertMayEnd(session, requester)

@@ -15,15 +15,15 @@ export async function endSessions(request: {readonly names: readonly string[]; r
   const {names, all} = request
   if (names.length === 0 && !all) throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
   if (names.length > 0 && all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
-  const [{applyContext}, {tearDown}, {listSessions}] = await Promise.all([
+  const [{applyContext}, {tearDown}, {listReadableSessions}] = await Promise.all([
     import('./apply-context.js'),
     import('../apply/tear-down.js'),
     import('../apply/book-store.js'),
   ])
   const ctx = await applyContext({mutates: true})
   const chosen = all
-    ? listSessions(ctx.stateDir.dir)
-        .filter((l) => ctx.isRoot || l.session.owner.uid === ctx.owner.uid)
+    ? listReadableSessions(ctx.stateDir.dir)
+        .sessions.filter((l) => ctx.isRoot || l.session.owner.uid === ctx.owner.uid)
         .map((l) => l.session.name)
     : names
   if (chosen.length > 0) progress?.start(`Ending ${escapeControl(chosen.join(', '))}`)

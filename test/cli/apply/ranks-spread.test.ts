@@ -143,11 +143,11 @@ describe('up a6000 --count 4 on an 8x H200', () => {
     expect(up.json.notes).toEqual(
       expect.arrayContaining([expect.stringMatching(/^left GPU 1 out: .*damaged|corrupt/i), expect.stringMatching(/^left GPU 2 out: /)]),
     )
-    expect(readFileSync(bookOf(env, uuids[1]), 'utf8')).toBe('{"damaged')
-    // ps and down stop at a damaged journal, whatever GPU it is (gpu-cosplay reset is its fix): moved away here
-    rmSync(bookOf(env, uuids[1]))
+    // down ends it beside the damaged journal; a name found nowhere else may be on that GPU, and down says so
     expect(runCli(['down', 'quad'], env).exitCode).toBe(0)
     expect(gpuState(sim)).toEqual(before)
+    expect(runJson(['down', 'quad'], env).json.error.code).toBe('JOURNAL_CORRUPT')
+    expect(readFileSync(bookOf(env, uuids[1]), 'utf8')).toBe('{"damaged')
   })
 
   it('refuses in one line naming each GPU it could not use, where the others cannot take the ranks', () => {
