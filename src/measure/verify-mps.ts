@@ -6,7 +6,7 @@ import type {CommandOutput} from '../core/executor.js'
 import {execUserOf} from '../container/session-container.js'
 import {DockerRuntime} from '../container/runtime.js'
 import {identityFor, loginToSession, type SessionAccess} from '../client/session-access.js'
-import {singleQuote} from '../export/shell-words.js'
+import {singleQuote} from '../core/shell-words.js'
 import {MPS_CHECK_NAMES, MPS_PROBE, type MpsCheck, mpsChecks, mpsChecksSkipped, type MpsProbe, parseMpsProbe, type ProbedShell} from './mps-check.js'
 
 /** a probe in the member's shell (their ~/.bashrc runs) that does not end by then is a failed check */
