@@ -9,6 +9,7 @@ import {dirname, resolve} from 'node:path'
 
 import {matchHostModel} from '../catalog/resolve-target.js'
 import type {Catalog, MigProfileBase} from '../catalog/types.js'
+import {noneMissing, type ReadinessCheck} from '../core/check.js'
 import {isCosplayError} from '../core/errors.js'
 import type {RefusedFile} from '../core/json-file.js'
 import {findExecutable} from '../core/find-executable.js'
@@ -20,16 +21,6 @@ import {probeHost} from '../host/probe.js'
 import {smiPathFrom} from '../host/smi.js'
 import type {HostGpu, HostProbe, MigAvailability} from '../host/types.js'
 import {currentCatalog, localSmi} from './context.js'
-
-export type CheckStatus = 'ok' | 'missing' | 'warn'
-
-export type DoctorCheck = {
-  readonly name: string
-  readonly status: CheckStatus
-  readonly detail: string
-  /** what to do about it; empty when status is ok */
-  readonly fix: readonly string[]
-}
 
 export type DoctorMigProfile = MigProfileBase & MigAvailability
 
@@ -57,7 +48,7 @@ export type DoctorResult = {
   readonly ok: boolean
   readonly nvidiaSmi: {readonly path: string | null; readonly driverVersion: string | null; readonly cudaVersion: string | null}
   readonly gpus: readonly DoctorGpu[]
-  readonly checks: readonly DoctorCheck[]
+  readonly checks: readonly ReadinessCheck[]
 }
 
 const DOCKER_TIMEOUT_MS = 2000
@@ -84,7 +75,7 @@ export async function checkHost(): Promise<DoctorResult> {
     await sharedBoxCheck(),
   ]
   return {
-    ok: checks.every((c) => c.status !== 'missing'),
+    ok: noneMissing(checks),
     nvidiaSmi: {path: smiPath, driverVersion: smi.probe?.driverVersion ?? null, cudaVersion: smi.probe?.cudaVersion ?? null},
     gpus,
     checks,
@@ -92,7 +83,7 @@ export async function checkHost(): Promise<DoctorResult> {
 }
 
 /** Whether `system install` made this a shared box, and whether that still holds (system status has the details). */
-async function sharedBoxCheck(): Promise<DoctorCheck> {
+async function sharedBoxCheck(): Promise<ReadinessCheck> {
   const name = 'shared box'
   const {boxStatus} = await import('../system/box-status.js')
   const box = await boxStatus(new LocalExecutor())
@@ -111,7 +102,7 @@ async function sharedBoxCheck(): Promise<DoctorCheck> {
 }
 
 /** Per-session shaping needs NVIDIA's MPS control binary; without it up falls back to GPU-wide knobs. */
-function mpsCheck(): DoctorCheck {
+function mpsCheck(): ReadinessCheck {
   const name = 'mps'
   const found = findMpsControl(process.env)
   if (found) return {name, status: 'ok', detail: `${found}: each session is shaped inside its own slice (SMs, hard VRAM cap)`, fix: []}
@@ -124,7 +115,7 @@ function mpsCheck(): DoctorCheck {
 }
 
 /** Sessions of a team only see each other through a shared state directory. Reads only: creates nothing. */
-async function stateDirCheck(): Promise<DoctorCheck> {
+async function stateDirCheck(): Promise<ReadinessCheck> {
   const {findStateDir, SHARED_STATE_DIR} = await import('../apply/state-dir.js')
   const name = 'state directory'
   const dir = findStateDir(process.env, homedir())
@@ -177,7 +168,7 @@ function canCreate(dir: string): boolean {
   }
 }
 
-async function probeSmi(smiPath: string | null): Promise<{probe: HostProbe | null; check: DoctorCheck}> {
+async function probeSmi(smiPath: string | null): Promise<{probe: HostProbe | null; check: ReadinessCheck}> {
   const name = 'nvidia-smi'
   if (smiPath === null) {
     const where = process.env[HOST_ENV.nvidiaSmi] ? `${HOST_ENV.nvidiaSmi}=${process.env[HOST_ENV.nvidiaSmi]} is not an executable` : 'not found on PATH'
@@ -239,7 +230,7 @@ export function doctorGpu(catalog: Catalog, gpu: HostGpu): DoctorGpu {
   }
 }
 
-function gpuCheck(gpu: DoctorGpu, probed: HostGpu): DoctorCheck {
+function gpuCheck(gpu: DoctorGpu, probed: HostGpu): ReadinessCheck {
   const name = `gpu ${gpu.index}`
   const mig = !gpu.migCapable ? 'no MIG' : gpu.migEnabled ? 'MIG on' : 'MIG off'
   const base = `${gpu.name || '(name unreadable)'}, ${gpu.hostModel ? `host model ${gpu.hostModel}` : 'unknown host model'}, ${mig}`
@@ -278,7 +269,7 @@ function gpuCheck(gpu: DoctorGpu, probed: HostGpu): DoctorCheck {
   return {name, status: 'ok', detail: `${base}${free}`, fix: []}
 }
 
-async function checkDocker(): Promise<DoctorCheck> {
+async function checkDocker(): Promise<ReadinessCheck> {
   const name = 'docker'
   let runtime: typeof import('../container/runtime.js')
   try {
@@ -315,7 +306,7 @@ async function checkDocker(): Promise<DoctorCheck> {
   }
 }
 
-function containerRuntimeCheck(env: Readonly<Record<string, string | undefined>>): DoctorCheck {
+function containerRuntimeCheck(env: Readonly<Record<string, string | undefined>>): ReadinessCheck {
   const name = 'nvidia container runtime'
   for (const program of RUNTIME_PROGRAMS) {
     const path = findExecutable(program, env)
@@ -330,7 +321,7 @@ function containerRuntimeCheck(env: Readonly<Record<string, string | undefined>>
 }
 
 /** `up` and `down` use passwordless sudo by themselves when they are not root (apply-context), so there is nothing to switch on. */
-export function privilegesCheck(privileges: SmiPrivileges, smiPath: string): DoctorCheck {
+export function privilegesCheck(privileges: SmiPrivileges, smiPath: string): ReadinessCheck {
   const name = 'privileges'
   if (privileges.mode === 'root') return {name, status: 'ok', detail: `${privileges.detail}: nvidia-smi may change MIG, clocks and power`, fix: []}
   if (privileges.mode === 'sudo') return {name, status: 'ok', detail: `${privileges.detail}: changes go through sudo -n`, fix: []}

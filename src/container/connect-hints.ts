@@ -1,5 +1,5 @@
 import {ContainerError} from '../core/errors.js'
-import {shellQuote} from '../export/shell-words.js'
+import {shellQuote} from '../core/shell-words.js'
 import type {SessionContainer} from './session-container.js'
 
 /** How a user reaches a session: our command, a plain ssh line, and a Host entry for ~/.ssh/config (VS Code Remote-SSH). */

@@ -2,7 +2,7 @@ import {costumeEnv} from '../plan/costume-env.js'
 import {comment, type ExportInput, headerLines, hostGpuOf, physicalMiBOf} from './export-input.js'
 import {describeSettings, gpuWideSettings, leaseHoldArgv, leaseReleaseArgv} from './gpu-wide-lease.js'
 import {dumpMigParted, dumpYaml, migPartedConfig} from './render-mig-parted.js'
-import {shellLine} from './shell-words.js'
+import {shellLine} from '../core/shell-words.js'
 import {SHARED_STATE_DIR} from '../core/names.js'
 
 /** The ConfigMap name the GPU operator's ClusterPolicy points its MIG manager at (spec.migManager.config.name). */

@@ -2,7 +2,7 @@ import {COSTUME_ENV} from '../core/names.js'
 import {costumeEnv} from '../plan/costume-env.js'
 import {comment, type ExportInput, headerLines, hostGpuOf, physicalMiBOf} from './export-input.js'
 import {describeSettings, gpuWideSettings, leaseHoldArgv, leaseReleaseArgv} from './gpu-wide-lease.js'
-import {shellLine, shellQuote} from './shell-words.js'
+import {shellLine, shellQuote} from '../core/shell-words.js'
 
 export const SLURM_SCRIPTS = {
   prolog: '/etc/slurm/gpu-cosplay-prolog.sh',

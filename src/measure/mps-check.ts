@@ -4,9 +4,7 @@
  * ssh login shell and an ssh command (verify-mps.ts); the verdict is made here only.
  */
 import type {MpsWanted} from '../container/mps-readiness.js'
-
-/** A check as verify.py reports one (VerifyCheck in verify-session.ts has this shape). */
-export type MpsCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
+import type {VerdictCheck} from '../core/check.js'
 
 /** One answer of the control binary: its exit code and its output on one line. */
 export type MpsAnswer = {readonly exitCode: number; readonly text: string}
@@ -102,13 +100,13 @@ export type ProbedShell = {readonly check: string; readonly label: string; reado
 export const MPS_CHECK_NAMES = {login: 'mps.login_shell', command: 'mps.command'} as const
 
 /** A session planned without MPS: both checks SKIP, saying why. */
-export function mpsChecksSkipped(): MpsCheck[] {
+export function mpsChecksSkipped(): VerdictCheck[] {
   const detail = 'planned without MPS (up --no-mps, or no MPS control binary on the host): no daemon to reach'
   return Object.values(MPS_CHECK_NAMES).map((name) => ({name, status: 'SKIP', detail}))
 }
 
 /** One check a shell: PASS when a CUDA client started there reaches the daemon with the plan's limits. */
-export function mpsChecks(wanted: NonNullable<MpsWanted>, shells: readonly ProbedShell[]): MpsCheck[] {
+export function mpsChecks(wanted: NonNullable<MpsWanted>, shells: readonly ProbedShell[]): VerdictCheck[] {
   const first = shells[0]?.probe.pipeDirectory
   return shells.map(({check, label, probe}, i) => {
     const problems = mpsProblems(wanted, probe)

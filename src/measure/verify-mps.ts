@@ -2,18 +2,19 @@
  * verify's MPS check, the running part: the probe of mps-check.ts in an ssh login shell (`bash -l`) and in an ssh
  * command (non-login, non-interactive), as a user reaches the session; without sshd, the same two through docker exec.
  */
+import type {VerdictCheck} from '../core/check.js'
 import type {CommandOutput} from '../core/executor.js'
 import {execUserOf} from '../container/session-container.js'
 import {DockerRuntime} from '../container/runtime.js'
 import {identityFor, loginToSession, type SessionAccess} from '../client/session-access.js'
-import {singleQuote} from '../export/shell-words.js'
-import {MPS_CHECK_NAMES, MPS_PROBE, type MpsCheck, mpsChecks, mpsChecksSkipped, type MpsProbe, parseMpsProbe, type ProbedShell} from './mps-check.js'
+import {singleQuote} from '../core/shell-words.js'
+import {MPS_CHECK_NAMES, MPS_PROBE, mpsChecks, mpsChecksSkipped, type MpsProbe, parseMpsProbe, type ProbedShell} from './mps-check.js'
 
 /** a probe in the member's shell (their ~/.bashrc runs) that does not end by then is a failed check */
 const PROBE_TIMEOUT_MS = 60_000
 
 /** The session's MPS checks: SKIP when planned without MPS, else one a shell. */
-export async function verifyMps(access: SessionAccess): Promise<MpsCheck[]> {
+export async function verifyMps(access: SessionAccess): Promise<VerdictCheck[]> {
   const wanted = access.session.plan.mps
   if (wanted === null) return mpsChecksSkipped()
   const login = `bash -lc ${singleQuote(MPS_PROBE)}`

@@ -3,10 +3,11 @@
  * session's plan (from the GPU book), this GPU model's calibration and the target's catalog entry: what the real card
  * measures, with its method and source.
  */
+import {tally} from '../core/check.js'
 import {ContainerError} from '../core/errors.js'
 import {readCalibration} from '../host/calibration-file.js'
 import {parsePerfOutput} from '../host/perf-measurement.js'
-import {expectationsFromPlan, PERF_AXES, type PerfReport, perfReport} from '../plan/perf-verdict.js'
+import {expectationsFromPlan, PERF_AXES, PERF_VERDICTS, type PerfReport, perfReport, type PerfVerdict} from '../plan/perf-verdict.js'
 import {currentCatalog} from '../client/context.js'
 import type {SessionAccess} from '../client/session-access.js'
 
@@ -14,7 +15,7 @@ import type {SessionAccess} from '../client/session-access.js'
 export type VerifyPerfResult = PerfReport & {
   session: string
   calibration: {file: string; driver: string; measuredAt: string} | null
-  summary: {PASS: number; WARN: number; FAIL: number; SKIP: number}
+  summary: Record<PerfVerdict, number>
 }
 
 export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; stdout: string; stderr: string}): Promise<VerifyPerfResult> {
@@ -56,8 +57,8 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
   // each axis beside what the real card measures, by its own method; the plan's measured expectation restated in
   // this measurement's method by the host card's catalog figures
   const report = perfReport(m, expectations, found?.calibration.fractions ?? null, target?.reference, host?.measuredRates)
-  const summary = {PASS: 0, WARN: 0, FAIL: 0, SKIP: 0}
-  for (const axis of PERF_AXES) summary[report.axes[axis].verdict] += 1
+  const verdicts = PERF_AXES.map((axis) => report.axes[axis].verdict)
+  const summary = tally(PERF_VERDICTS, verdicts)
   return {
     session: c.session,
     ...report,

@@ -8,13 +8,13 @@ import {accessSession} from '../client/session-access.js'
 import type {Spinner} from '../client/progress.js'
 import {DockerRuntime} from '../container/runtime.js'
 import {execUserOf} from '../container/session-container.js'
+import {tally, type VerdictCheck, type Verdict, VERDICTS} from '../core/check.js'
 import {ContainerError} from '../core/errors.js'
 import {verifyMps} from './verify-mps.js'
 import type {VerifyDistributedResult} from './verify-distributed.js'
 import type {VerifyPerfResult} from './verify-perf.js'
 
-export type VerifyCheck = {name: string; status: 'PASS' | 'FAIL' | 'SKIP'; detail: string}
-export type VerifyResult = {session: string; checks: VerifyCheck[]; summary: {PASS: number; FAIL: number; SKIP: number}}
+export type VerifyResult = {session: string; checks: VerdictCheck[]; summary: Record<Verdict, number>}
 
 const HOOKS = '/opt/gpu-cosplay/hooks'
 // what runs in the member's container may hang (their ~/.bashrc, their python): the engine waits so long, then ends it
@@ -65,7 +65,7 @@ export async function verifySession(
   }
   progress?.stop('done')
   if (options.perf) return (await import('./verify-perf.js')).verifyPerf(access, ran)
-  let parsed: {checks: VerifyCheck[]; summary: VerifyResult['summary']}
+  let parsed: {checks: VerdictCheck[]; summary: VerifyResult['summary']}
   try {
     parsed = JSON.parse(ran.stdout)
   } catch (error) {
@@ -79,11 +79,6 @@ export async function verifySession(
     )
   }
   const checks = [...parsed.checks, ...(await verifyMps(access))]
-  return {session: c.session, checks, summary: countChecks(checks)}
-}
-
-function countChecks(checks: readonly VerifyCheck[]): VerifyResult['summary'] {
-  const summary = {PASS: 0, FAIL: 0, SKIP: 0}
-  for (const check of checks) summary[check.status] += 1
-  return summary
+  const statuses = checks.map((check) => check.status)
+  return {session: c.session, checks, summary: tally(VERDICTS, statuses)}
 }

@@ -16,7 +16,9 @@ export const WARN_WITHIN = 0.25
 
 export const PERF_AXES = ['fp32', 'bf16', 'bandwidth', 'vram'] as const
 export type PerfAxis = (typeof PERF_AXES)[number]
-export type PerfVerdict = 'PASS' | 'WARN' | 'FAIL' | 'SKIP'
+/** An axis's verdict (a band with a warning, unlike a check's Verdict), in the order verify --perf counts them. */
+export const PERF_VERDICTS = ['PASS', 'WARN', 'FAIL', 'SKIP'] as const
+export type PerfVerdict = (typeof PERF_VERDICTS)[number]
 
 /** What the real card measures on an axis, how, and where that comes from. */
 export type CardReference = Pick<AxisReference, 'value' | 'basis' | 'method' | 'source'>

@@ -6,7 +6,7 @@
 import {spawn} from 'node:child_process'
 
 import {bundlePaths} from './remote-bundle.js'
-import {singleQuote} from '../export/shell-words.js'
+import {singleQuote} from '../core/shell-words.js'
 import {remoteBundleDirExpr} from './remote-command-line.js'
 import {RemoteError} from './remote-error.js'
 import type {SshTransport} from './ssh-transport.js'

@@ -2,7 +2,7 @@
  * The one line the box's login shell runs. sshd hands it to `$SHELL -c`, so every word is single-quoted for a
  * POSIX shell (a quote inside becomes '\''): spaces, `$`, `;`, backslashes and newlines arrive as typed.
  */
-import {singleQuote} from '../export/shell-words.js'
+import {singleQuote} from '../core/shell-words.js'
 
 export const REMOTE_PROTOCOL = 1
 export const CANCEL_ON_EOF_ENV = 'GPU_COSPLAY_CANCEL_ON_EOF'

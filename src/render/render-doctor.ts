@@ -1,7 +1,8 @@
-import type {DoctorCheck, DoctorGpu, DoctorResult} from '../client/doctor-checks.js'
+import type {DoctorGpu, DoctorResult} from '../client/doctor-checks.js'
+import type {Readiness} from '../core/check.js'
 import {fixed, formatTable} from './format-table.js'
 
-const MARK: Record<DoctorCheck['status'], string> = {ok: '[ok]     ', warn: '[warn]   ', missing: '[MISSING]'}
+const MARK: Record<Readiness, string> = {ok: '[ok]     ', warn: '[warn]   ', missing: '[MISSING]'}
 
 /** The text view of `doctor`: a checklist with the fix under each failed line, then one block per GPU. */
 export function renderDoctor(result: DoctorResult): string {

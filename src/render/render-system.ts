@@ -1,3 +1,4 @@
+import type {Readiness} from '../core/check.js'
 import type {InstallResult} from '../system/box-install.js'
 import type {BoxStatus} from '../system/box-status.js'
 
@@ -16,7 +17,7 @@ export function renderSystemStatus(r: BoxStatus): string {
   if (!r.installed) {
     return 'not installed: every user needs Docker and nvidia-smi rights of their own (safe only among people who trust each other); for a shared box: sudo gpu-cosplay system install --yes'
   }
-  const mark = {ok: 'OK     ', warn: 'WARN   ', missing: 'MISSING'} as const
+  const mark: Record<Readiness, string> = {ok: 'OK     ', warn: 'WARN   ', missing: 'MISSING'}
   return [
     r.healthy ? `installed and healthy${r.config ? ` (group ${r.config.group}, state ${r.config.stateDir})` : ''}` : 'installed, but broken:',
     ...r.checks.map((c) => `  ${mark[c.status]} ${c.name}: ${c.detail}${c.fix.length > 0 ? ` (${c.fix.join('; ')})` : ''}`),

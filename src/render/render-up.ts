@@ -1,6 +1,6 @@
 import type {UpContainer} from '../client/up-container.js'
 import type {UpResult} from '../client/up-session.js'
-import {shellQuote} from '../export/shell-words.js'
+import {shellQuote} from '../core/shell-words.js'
 
 /** The text view of `up`: the slice and its settings, then how to connect (or what to export), then how to end it. */
 export function renderUp(r: UpResult): string {

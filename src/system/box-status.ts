@@ -2,6 +2,7 @@
 import fs from 'node:fs'
 
 import {BOX_CONFIG_FILE, type BoxConfig} from '../core/box-config.js'
+import {noneMissing, type ReadinessCheck} from '../core/check.js'
 import {readBoxConfig} from '../core/read-box-config.js'
 import type {Executor} from '../core/executor.js'
 import {readTextIfExists} from '../core/json-file.js'
@@ -9,8 +10,6 @@ import {renderSudoers, SUDOERS_PATH} from './entry-point.js'
 import {groupId} from '../core/user-groups.js'
 import {installedReaper, REAPER_PERIOD_S, rootCommand} from './reaper-timer.js'
 import {whyNotRootOnly, whyTreeNotRootOnly} from './trusted-path.js'
-
-export type BoxCheck = {name: string; status: 'ok' | 'missing' | 'warn'; detail: string; fix: string[]}
 
 export type BoxStatus = {
   /** a configuration file exists (it may still be broken: see healthy) */
@@ -20,7 +19,7 @@ export type BoxStatus = {
   config: BoxConfig | null
   /** whether the user asking is in the box's group (null for root or when not installed) */
   member: boolean | null
-  checks: BoxCheck[]
+  checks: ReadinessCheck[]
 }
 
 const REINSTALL = 'sudo gpu-cosplay system install --yes'
@@ -38,7 +37,7 @@ export async function boxStatus(executor: Executor): Promise<BoxStatus> {
     }
   const config = read.config
   const isRoot = process.getuid?.() === 0
-  const checks: BoxCheck[] = [{name: 'configuration', status: 'ok', detail: BOX_CONFIG_FILE, fix: []}]
+  const checks: ReadinessCheck[] = [{name: 'configuration', status: 'ok', detail: BOX_CONFIG_FILE, fix: []}]
   const gid = groupId(config.group)
   checks.push(
     gid === null
@@ -60,11 +59,11 @@ export async function boxStatus(executor: Executor): Promise<BoxStatus> {
       detail: `you are not in ${config.group}: commands that change the GPU are refused`,
       fix: [`ask an admin: sudo usermod -aG ${config.group} $USER`],
     })
-  return {installed: true, healthy: checks.every((c) => c.status !== 'missing'), config, member, checks}
+  return {installed: true, healthy: noneMissing(checks), config, member, checks}
 }
 
 /** What ends sessions at their TTL when nobody runs a command (reaper-timer.ts). */
-function reaperCheck(engine: string): BoxCheck {
+function reaperCheck(engine: string): ReadinessCheck {
   const entry = /--wait (\/\S+) (\/\S+)\/dist\/engine\.js "\$@"/.exec(readTextIfExists(engine) ?? '')
   const command = entry ? rootCommand(entry[1], entry[2]) : `gpu-cosplay`
   const found = installedReaper(command)
@@ -78,12 +77,12 @@ function reaperCheck(engine: string): BoxCheck {
   return {name: 'reaper', status: 'ok', detail: `${found.kind}: ${found.path} (every ${REAPER_PERIOD_S[found.kind]} s)`, fix: []}
 }
 
-function rootOnly(name: string, file: string): BoxCheck {
+function rootOnly(name: string, file: string): ReadinessCheck {
   const why = whyNotRootOnly(file)
   return why ? {name, status: 'missing', detail: why, fix: [REINSTALL]} : {name, status: 'ok', detail: file, fix: []}
 }
 
-async function sudoersCheck(config: BoxConfig, executor: Executor, isRoot: boolean): Promise<BoxCheck> {
+async function sudoersCheck(config: BoxConfig, executor: Executor, isRoot: boolean): Promise<ReadinessCheck> {
   const name = 'sudoers rule'
   if (!isRoot) {
     const exists = fs.existsSync(SUDOERS_PATH)
@@ -103,7 +102,7 @@ async function sudoersCheck(config: BoxConfig, executor: Executor, isRoot: boole
   return {name, status: 'ok', detail: `${SUDOERS_PATH}: %${config.group} may run ${config.engine}`, fix: []}
 }
 
-function stateDirCheck(dir: string): BoxCheck {
+function stateDirCheck(dir: string): ReadinessCheck {
   const name = 'state directory'
   const why = whyNotRootOnly(dir)
   if (why) return {name, status: 'missing', detail: why, fix: [REINSTALL]}
@@ -113,7 +112,7 @@ function stateDirCheck(dir: string): BoxCheck {
 }
 
 /** The package the entry point runs, read back from it: root's alone, all of it. */
-function packageCheck(engine: string): BoxCheck {
+function packageCheck(engine: string): ReadinessCheck {
   const name = 'package'
   const script = readTextIfExists(engine) ?? ''
   const pkg = /\s(\/\S+)\/dist\/engine\.js "\$@"/.exec(script)?.[1]

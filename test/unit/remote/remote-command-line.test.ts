@@ -3,17 +3,9 @@ import {chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import {singleQuote} from '../../../src/export/shell-words.js'
 import {forwardedArgv, remoteCommandLine} from '../../../src/remote/remote-command-line.js'
 
 const NASTY = ["it's", 'two words', '$HOME', '`id`', 'a;b', 'line1\nline2', '\\', '"', '', '--name=x y', "'", '*', '-e', '!x', '$(touch /tmp/pwned)']
-
-describe('singleQuote', () => {
-  it("single-quotes every word, a quote inside as '\\''", () => {
-    expect(singleQuote("it's")).toBe(`'it'\\''s'`)
-    expect(singleQuote('')).toBe(`''`)
-  })
-})
 
 describe('remoteCommandLine, run by real shells as sshd runs it ($SHELL -c LINE)', () => {
   let home: string
