@@ -3,12 +3,14 @@ import path from 'node:path'
 
 import {type CosplayError, isCosplayError} from '../core/errors.js'
 import {isUnsafeFileError, type RefusedFile, refusedFile} from '../core/json-file.js'
+import {diedOnThisHost} from '../core/recorded-process.js'
 import {bookPath, booksDir} from '../core/state-layout.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './journal.js'
 import {type BookSession, emptyBook, type GpuBook, isLeaseSession, isSessionPart, readBook, type SessionRecord, writeBook} from './gpu-book.js'
 import {type HeldLock, type TakenLock, takeGpuLock, withGpuLock} from './gpu-lock.js'
 import {forgetIfRebooted} from './reboot.js'
+import {readClaims, releaseName} from './session-names.js'
 import {settleUnheldLeases} from './steps/lease-steps.js'
 import type {StepContext} from './steps/step.js'
 
@@ -58,9 +60,9 @@ export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boo
  * Every session in the books that can be read, and the damaged books' errors: for commands that act on named
  * sessions (down), which a damaged book of another GPU must not stop; one not found may be on a damaged GPU.
  */
-export function listReadableSessions(stateDir: string): {sessions: SessionLocation[]; damaged: CosplayError[]} {
+export function listReadableSessions(stateDir: string): {sessions: SessionLocation[]; damaged: CosplayError[]; readable: Set<string>} {
   const scan = scanBooks(stateDir, {skipCorrupt: true})
-  return {sessions: scan.books.flatMap(({book}) => sessionsIn(book)), damaged: scan.damaged}
+  return {sessions: scan.books.flatMap(({book}) => sessionsIn(book)), damaged: scan.damaged, readable: new Set(scan.books.map(({book}) => book.gpu.uuid))}
 }
 
 /** Every session in every GPU book. */
@@ -237,6 +239,7 @@ async function openBook(
   const lostToReboot = before.filter((n) => !(n in book.sessions))
   const recovery = await recoverAbandoned(deps, book, live, persist, (s) => isSessionPart(s) && !firstRecordActive(deps.stateDir, s as SessionRecord))
   notes.push(...recovery.notes)
+  releaseVoidClaims(deps.stateDir, [...lostToReboot, ...recovery.recovered], book)
   if (recovery.recovered.length > 0) live = await probe()
   if (movedAside) notes.push(`the damaged journal was moved to ${movedAside}`)
   return {
@@ -247,6 +250,28 @@ async function openBook(
     notes,
     movedAside,
     contextFor: (session) => stepContext(deps.gpu, book, session, live),
+  }
+}
+
+/**
+ * The names of sessions just rolled back or lost to a reboot, freed where their claim's process is gone and no book
+ * records them any more (a spread session's other records keep it; a damaged book may hold one, so it keeps them all):
+ * a teammate need not run `recover` to take a name a dead `up` left behind.
+ */
+function releaseVoidClaims(stateDir: string, names: readonly string[], book: GpuBook): void {
+  if (names.length === 0) return
+  let recorded: Set<string>
+  try {
+    const scan = scanBooks(stateDir, {skipCorrupt: true})
+    if (scan.damaged.length > 0) return
+    recorded = new Set(scan.books.filter((b) => b.book.gpu.uuid !== book.gpu.uuid).flatMap((b) => Object.keys(b.book.sessions)))
+  } catch {
+    return
+  }
+  const claims = readClaims(stateDir)
+  for (const name of names) {
+    const claim = claims.find((c) => c.name === name)
+    if (claim && !(name in book.sessions) && !recorded.has(name) && diedOnThisHost(claim)) releaseName(stateDir, name)
   }
 }
 

@@ -65,7 +65,12 @@ export async function runSteps(ctx: StepContext, persist: Persist, steps: readon
  * Reverts the session's journal newest-first, marking each entry as it goes, so that a crash here
  * leaves a journal the next run can finish. Keeps going past a failing undo and throws the first error.
  */
-export async function unwindSession(ctx: StepContext, persist: Persist, steps: StepRegistry): Promise<void> {
+export async function unwindSession(
+  ctx: StepContext,
+  persist: Persist,
+  steps: StepRegistry,
+  {keepGoing = false}: {readonly keepGoing?: boolean} = {},
+): Promise<void> {
   let firstError: unknown = null
   for (const entry of [...ctx.session.journal].reverse()) {
     if (entry.state === 'undone') continue
@@ -76,6 +81,10 @@ export async function unwindSession(ctx: StepContext, persist: Persist, steps: S
       persist()
     } catch (error) {
       debug('%s: undo %s failed: %O', ctx.session.name, entry.kind, error)
+      // Newest first, and no further: an earlier step's undo may need this one's (MIG mode goes off only once the
+      // session's instances are gone). What is left stays journaled, in order, for the next try. A forced reset
+      // (keepGoing) puts back what it can.
+      if (!keepGoing) throw error
       firstError ??= error
     }
   }

@@ -155,8 +155,9 @@ async function endIfStillDue(deps: ReapDeps, book: GpuBook, name: string, reason
     {read: 'settings'},
   )
   if (!closed) return null
-  const parts = ended ? await endPartsOf(ended, deps) : []
-  releaseName(deps.stateDir, name)
+  const {closed: parts, unreached} = ended ? await endPartsOf(ended, deps) : {closed: [], unreached: false}
+  // a part left in a damaged book keeps the name until that book is repaired (recover releases it then)
+  if (!unreached) releaseName(deps.stateDir, name)
   return {...closed, restored: [...closed.restored, ...parts.flatMap((p) => p.restored)], notes: [...closed.notes, ...parts.flatMap((p) => p.notes)]}
 }
 

@@ -32,7 +32,7 @@ export async function resetGpu(gpuIndex: number, deps: BookStoreDeps): Promise<R
         for (const session of Object.values(book.sessions)) {
           const ctx = open.contextFor(session)
           try {
-            await unwindSession(ctx, persist, deps.steps)
+            await unwindSession(ctx, persist, deps.steps, {keepGoing: true})
           } catch (error) {
             notes.push(`${session.name}: ${(error as Error).message}`)
           }

@@ -23,14 +23,15 @@ export type ClosedSession = {
  * the steps that look for instances list them themselves.
  */
 export async function tearDown(names: readonly string[], requester: Requester, deps: BookStoreDeps): Promise<ClosedSession[]> {
-  // a damaged book of another GPU does not stop the others' sessions from ending; a name found nowhere may be on it
-  const {sessions: all, damaged} = listReadableSessions(deps.stateDir)
+  // a damaged book of another GPU does not stop the others' sessions from ending; a session that may have a record in
+  // it (a name found nowhere, a spread session with a record on an unread GPU, a lease hold) is not touched
+  const {sessions: all, damaged, readable} = listReadableSessions(deps.stateDir)
   const chosen = [...new Set(names)].flatMap((name) => {
     // a spread session's first record before its parts: its container holds their devices, and once it is gone the
     // parts are void (a crash from here on leaves them for the next command to roll back)
     const found = all.filter((l) => l.session.name === name).sort((a, b) => Number(isSessionPart(a.session)) - Number(isSessionPart(b.session)))
+    if (damaged.length > 0 && (found.length === 0 || found.some((l) => mayHaveUnreadRecords(l.session, readable)))) throw damaged[0]
     if (found.length === 0) {
-      if (damaged.length > 0) throw damaged[0]
       throw new InputError('UNKNOWN_SESSION', `no session named "${name}"`, {fix: ['see them: gpu-cosplay ps']})
     }
     for (const {session} of found) assertMayEnd(session, requester)
@@ -50,14 +51,29 @@ export async function tearDown(names: readonly string[], requester: Requester, d
   return closed
 }
 
-/** A spread session's parts, after its first record ended (the reaper's end): each under its own GPU's lock. */
-export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Promise<ClosedSession[]> {
-  if (isLeaseSession(session) || !session.spread) return []
+/** Whether a session may also be recorded in a book that could not be read: its other GPUs' books, or any (a lease hold). */
+function mayHaveUnreadRecords(session: BookSession, readable: ReadonlySet<string>): boolean {
+  if (isLeaseSession(session)) return true
+  if (session.partOf) return !readable.has(session.partOf.gpuUuid)
+  return (session.spread?.parts ?? []).some((p) => !readable.has(p.gpuUuid))
+}
+
+/**
+ * A spread session's parts, after its first record ended (the reaper's end): each under its own GPU's lock. unreached:
+ * a part's book could not be read (damaged), so the part may still be there, void, until that book is repaired.
+ */
+export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Promise<{closed: ClosedSession[]; unreached: boolean}> {
   const closed: ClosedSession[] = []
+  if (isLeaseSession(session) || !session.spread) return {closed, unreached: false}
+  let unreached = false
   for (const part of session.spread.parts) {
     // a damaged book of another GPU must not stop the parts from ending (the first record is ended already)
-    const book = scanBooks(deps.stateDir, {skipCorrupt: true}).books.find((b) => b.book.gpu.uuid === part.gpuUuid)
-    if (!book) continue
+    const scan = scanBooks(deps.stateDir, {skipCorrupt: true})
+    const book = scan.books.find((b) => b.book.gpu.uuid === part.gpuUuid)
+    if (!book) {
+      unreached ||= scan.damaged.length > 0
+      continue
+    }
     const ended = await withBook(
       deps,
       book.book.gpu,
@@ -69,7 +85,7 @@ export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Pro
     )
     if (ended) closed.push(ended)
   }
-  return closed
+  return {closed, unreached}
 }
 
 export function assertMayEnd(session: BookSession, requester: Requester): void {

@@ -21,11 +21,10 @@ export async function endSessions(request: {readonly names: readonly string[]; r
     import('../apply/book-store.js'),
   ])
   const ctx = await applyContext({mutates: true})
-  const chosen = all
-    ? listReadableSessions(ctx.stateDir.dir)
-        .sessions.filter((l) => ctx.isRoot || l.session.owner.uid === ctx.owner.uid)
-        .map((l) => l.session.name)
-    : names
+  const readable = all ? listReadableSessions(ctx.stateDir.dir) : null
+  // --all cannot know what a damaged book holds: it ends nothing rather than part of the caller's sessions
+  if (readable && readable.damaged.length > 0) throw readable.damaged[0]
+  const chosen = readable ? readable.sessions.filter((l) => ctx.isRoot || l.session.owner.uid === ctx.owner.uid).map((l) => l.session.name) : names
   if (chosen.length > 0) progress?.start(`Ending ${escapeControl(chosen.join(', '))}`)
   try {
     const closed = await tearDown(chosen, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)

@@ -275,8 +275,8 @@ describe('a session name held by records on several GPUs', () => {
 })
 
 describe('a spread session beside failures and busy GPUs', () => {
-  it('an up whose undo failed keeps its name claimed while its records remain', () => {
-    const {sim, env} = eightGpus()
+  it('an up whose undo failed keeps its name claimed while its records remain, and recover puts every GPU back', () => {
+    const {sim, env, before} = eightGpus()
     // GPU 1's second instance fails, and so does undoing one of GPU 0's
     sim.set('faults', [
       {at: 4, action: 'fail', match: '-cgi'},
@@ -286,9 +286,50 @@ describe('a spread session beside failures and busy GPUs', () => {
     sim.set('faults', [])
     expect(existsSync(claimOf(env, 'quad'))).toBe(true)
     expect(runJson(['up', 't4', '--no-container', '--name', 'quad', '--host-gpu', '5'], env).json.error.code).toBe('SESSION_EXISTS')
-    // recover finishes the undo and frees the name
+    // recover finishes the undo, in order (MIG mode goes off once the instance left over is gone), and frees the name
     expect(runJson(['recover'], env).exitCode).toBe(0)
     expect(existsSync(claimOf(env, 'quad'))).toBe(false)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it('the next command that opens the left-over record’s book rolls it back and frees the name, without recover', () => {
+    const {sim, env, before} = eightGpus()
+    sim.set('faults', [
+      {at: 4, action: 'fail', match: '-cgi'},
+      {at: 1, action: 'fail', match: '-dci'},
+    ])
+    expect(runJson(UP, env).exitCode).toBe(3)
+    sim.set('faults', [])
+    // a teammate's spread up opens every GPU's book
+    expect(runJson([...UP.slice(0, -1), 'other'], env).exitCode).toBe(0)
+    expect(existsSync(claimOf(env, 'quad'))).toBe(false)
+    expect(runJson(['up', 't4', '--no-container', '--name', 'quad', '--host-gpu', '5'], env).exitCode).toBe(0)
+    expect(runCli(['down', 'quad', 'other'], env).exitCode).toBe(0)
+    expect(gpuState(sim)).toEqual(before)
+  })
+
+  it('down leaves a spread session whole, and its name claimed, while one of its books is damaged; down --all ends nothing', () => {
+    const {sim, env} = eightGpus()
+    const uuids: string[] = sim.state().gpus.map((g: {uuid: string}) => g.uuid)
+    expect(runJson(UP, env).exitCode).toBe(0)
+    expect(runJson(['up', 't4', '--no-container', '--name', 'solo', '--host-gpu', '5'], env).exitCode).toBe(0)
+    const during = gpuState(sim)
+    const quad = runJson(['ps'], env).json.find((s: any) => s.name === 'quad')
+    const partGpu = quad.ranks.map((k: any) => k.gpuIndex).find((i: number) => uuids[i] !== quad.gpuUuid)
+    // its first record's book, then its part's
+    for (const damaged of [quad.gpuUuid, uuids[partGpu]]) {
+      const text = readFileSync(bookOf(env, damaged), 'utf8')
+      writeFileSync(bookOf(env, damaged), '{"damaged')
+      for (const args of [
+        ['down', 'quad'],
+        ['down', '--all'],
+      ])
+        expect([args, runJson(args, env).json.error?.code]).toEqual([args, 'JOURNAL_CORRUPT'])
+      expect(gpuState(sim)).toEqual(during)
+      expect(existsSync(claimOf(env, 'quad'))).toBe(true)
+      writeFileSync(bookOf(env, damaged), text)
+    }
+    expect(runCli(['down', 'quad', 'solo'], env).exitCode).toBe(0)
   })
 
   it('kill -9 while down ends the first record: one recover finishes the whole session, whichever book it opens first', async () => {

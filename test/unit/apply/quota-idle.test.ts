@@ -190,6 +190,15 @@ describe('idle reclaim', () => {
     expect([0, 1].map((gpu) => box.sim.state().gpus[gpu].gis)).toEqual([[], []])
   })
 
+  it('the reaper keeps the name of a spread session whose part sits in a damaged book', async () => {
+    const box = simBox(3)
+    const up = await bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, ttlMs: 10_000}), box.deps)
+    writeFileSync(join(box.stateDir, 'gpus', `${up.parts[0].gpuUuid}.json`), '{"damaged')
+    const reaped = await reapSessions({...box.deps, policy: NO_POLICY, now: () => Date.parse(up.session.createdAt) + 10_500})
+    expect(reaped.actions).toMatchObject([{name: up.name, action: 'ended', reason: 'ttl'}])
+    expect(readdirSync(join(box.stateDir, 'sessions'))).toEqual([`${up.name}.json`])
+  })
+
   it('a login resets the idle clock and withdraws its warning', async () => {
     const box = simBox()
     const up = await bringUp(upRequest(ALICE), box.deps)
