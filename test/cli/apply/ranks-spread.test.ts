@@ -275,15 +275,20 @@ describe('a session name held by records on several GPUs', () => {
 })
 
 describe('a spread session beside failures and busy GPUs', () => {
-  it('an up whose undo failed keeps its name claimed while its records remain, and recover puts every GPU back', () => {
-    const {sim, env, before} = eightGpus()
-    // GPU 1's second instance fails, and so does undoing one of GPU 0's
-    sim.set('faults', [
+  /** an up of quad that failed on GPU 1's second instance, and whose undo of one of GPU 0's failed too */
+  function upLeftHalfUndone(): ReturnType<typeof eightGpus> {
+    const scene = eightGpus()
+    scene.sim.set('faults', [
       {at: 4, action: 'fail', match: '-cgi'},
       {at: 1, action: 'fail', match: '-dci'},
     ])
-    expect(runJson(UP, env).exitCode).toBe(3)
-    sim.set('faults', [])
+    expect(runJson(UP, scene.env).exitCode).toBe(3)
+    scene.sim.set('faults', [])
+    return scene
+  }
+
+  it('an up whose undo failed keeps its name claimed while its records remain, and recover puts every GPU back', () => {
+    const {sim, env, before} = upLeftHalfUndone()
     expect(existsSync(claimOf(env, 'quad'))).toBe(true)
     expect(runJson(['up', 't4', '--no-container', '--name', 'quad', '--host-gpu', '5'], env).json.error.code).toBe('SESSION_EXISTS')
     // recover finishes the undo, in order (MIG mode goes off once the instance left over is gone), and frees the name
@@ -293,13 +298,7 @@ describe('a spread session beside failures and busy GPUs', () => {
   })
 
   it('the next command that opens the left-over record’s book rolls it back and frees the name, without recover', () => {
-    const {sim, env, before} = eightGpus()
-    sim.set('faults', [
-      {at: 4, action: 'fail', match: '-cgi'},
-      {at: 1, action: 'fail', match: '-dci'},
-    ])
-    expect(runJson(UP, env).exitCode).toBe(3)
-    sim.set('faults', [])
+    const {sim, env, before} = upLeftHalfUndone()
     // a teammate's spread up opens every GPU's book
     expect(runJson([...UP.slice(0, -1), 'other'], env).exitCode).toBe(0)
     expect(existsSync(claimOf(env, 'quad'))).toBe(false)
