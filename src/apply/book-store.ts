@@ -144,6 +144,8 @@ export type WithBooksOptions = {
   readonly optionsFor?: (gpu: {readonly uuid: string}) => WithBookOptions
   /** a GPU whose book is damaged or whose read fails is left out (OpenBooks.leftOut) rather than failing the call */
   readonly leaveOutUnreadable?: boolean
+  /** ends a wait for a lock (Ctrl-C) */
+  readonly signal?: AbortSignal
 }
 
 /**
@@ -156,7 +158,7 @@ export async function withBooks<T>(
   deps: BookStoreDeps,
   gpus: readonly {readonly uuid: string; readonly name: string; readonly index?: number}[],
   act: (books: OpenBooks) => Promise<T>,
-  {optionsFor = () => ({}), leaveOutUnreadable = false}: WithBooksOptions = {},
+  {optionsFor = () => ({}), leaveOutUnreadable = false, signal}: WithBooksOptions = {},
 ): Promise<T> {
   const ordered = [...gpus].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
   const taken: (TakenLock | null)[] = []
@@ -165,7 +167,7 @@ export async function withBooks<T>(
     for (const gpu of ordered) {
       try {
         // a GPU some other command holds for long is one to go around, not to wait on with the others' locks held
-        taken.push(await takeGpuLock(deps.stateDir, gpu.uuid, leaveOutUnreadable ? {waitMs: BUSY_GPU_WAIT_MS} : {}))
+        taken.push(await takeGpuLock(deps.stateDir, gpu.uuid, leaveOutUnreadable ? {waitMs: BUSY_GPU_WAIT_MS, signal} : {signal}))
       } catch (error) {
         if (!leaveOutUnreadable || !isCosplayError(error) || error.code !== 'GPU_LOCKED') throw error
         taken.push(null)

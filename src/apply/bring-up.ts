@@ -123,6 +123,7 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
       optionsFor,
       // a spread goes where it fits: a GPU that cannot be read now is one it does not go to
       leaveOutUnreadable: spread,
+      signal: deps.cancel.signal,
     })
   } catch (error) {
     // a record whose undo could not finish keeps the name (recover, or down, releases it once the record is gone)

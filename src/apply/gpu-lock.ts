@@ -8,6 +8,8 @@ import {lockDirIdentity, recordOwner, takeOverFromDeadLocal} from './lock-owner.
 export type LockOptions = {
   /** how long to wait for another process's mutation of this GPU, in ms */
   waitMs?: number
+  /** ends the wait (Ctrl-C): INTERRUPTED, nothing taken */
+  signal?: AbortSignal
 }
 
 /** A holder refreshes its lock every second; one silent for this long is dead (kill -9, power loss) and is taken over. */
@@ -89,6 +91,8 @@ export async function takeGpuLock(stateDir: string, gpuUuid: string, options: Lo
         cause: contended,
         fix: ['wait for it to finish, then retry', 'see what runs: gpu-cosplay status'],
       }),
+    signal: options.signal,
+    aborted: () => new StateError('INTERRUPTED', `interrupted while waiting for the lock of GPU ${gpuUuid}; nothing was changed`),
   })
   const taken = lockDirIdentity(lockPath)
   let lost: Error | null = null

@@ -12,7 +12,8 @@ import type {PlannedStep, StepContext} from './steps/step.js'
 const debug = createDebug(DEBUG_NS.apply)
 
 /** Set by the command's signal handler; the journal runner finishes the step in flight, then unwinds. */
-export type Cancellation = {readonly requested: boolean}
+/** requested: finish the step in flight, then undo; signal: ends a wait (a lock) at once, before anything changed */
+export type Cancellation = {readonly requested: boolean; readonly signal?: AbortSignal}
 
 export type Persist = () => void
 

@@ -365,6 +365,30 @@ describe('a spread session beside failures and busy GPUs', () => {
     expect(gpuState(sim)).toEqual(before)
   })
 
+  it('Ctrl-C while it waits for a GPU another command holds: it stops at once, having changed nothing', async () => {
+    const {sim, env} = eightGpus()
+    sim.set('faults', [{at: 1, action: 'hang', match: '-cgi'}])
+    const stuck = startCli(['up', 't4', '--no-container', '--name', 'stuck', '--host-gpu', '0'], env)
+    await waitForCall(sim, (c) => c.fault === 'hang')
+    const during = gpuState(sim)
+    const waiting = startCli(['up', 't4', '--no-container', '--name', 'waiting', '--host-gpu', '0', '--json'], env)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const asked = Date.now()
+    waiting.kill('SIGINT')
+    const result = await waiting.done
+    const tookMs = Date.now() - asked
+    stuck.kill('SIGKILL')
+    await stuck.done
+    killHungSims(sim)
+    sim.set('faults', [])
+    expect(JSON.parse(result.stdout).error.code).toBe('INTERRUPTED')
+    // not the 120 s a lock is waited for
+    expect(tookMs).toBeLessThan(15_000)
+    expect(gpuState(sim)).toEqual(during)
+    expect(existsSync(claimOf(env, 'waiting'))).toBe(false)
+    expect(runJson(['recover'], env).exitCode).toBe(0)
+  })
+
   it('status draws its slices as its own on every GPU it holds', () => {
     const {env} = eightGpus()
     expect(runJson(UP, env).exitCode).toBe(0)
