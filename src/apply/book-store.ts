@@ -4,6 +4,7 @@ import path from 'node:path'
 import {type CosplayError, isCosplayError} from '../core/errors.js'
 import {isUnsafeFileError, type RefusedFile, refusedFile} from '../core/json-file.js'
 import {bookPath, booksDir} from '../core/state-layout.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './journal.js'
 import {type BookSession, emptyBook, type GpuBook, isLeaseSession, isSessionPart, readBook, type SessionRecord, writeBook} from './gpu-book.js'
@@ -19,8 +20,8 @@ import type {StepContext} from './steps/step.js'
 
 export type SessionLocation = {readonly session: BookSession; readonly gpuUuid: string; readonly gpuName: string}
 
-export function listBooks(stateDir: string): {file: string; book: GpuBook}[] {
-  return scanBooks(stateDir).books
+export function listBooks(stateDir: string, trust: StatePolicy): {file: string; book: GpuBook}[] {
+  return scanBooks(stateDir, trust).books
 }
 
 export type BookScan = {
@@ -35,7 +36,7 @@ export type BookScan = {
  * Every book, and what was skipped rather than followed: one planted file must not stop everybody's commands (a
  * command for the GPU it names still fails, in withBook). A real book that is damaged still throws JOURNAL_CORRUPT.
  */
-export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boolean} = {}): BookScan {
+export function scanBooks(stateDir: string, trust: StatePolicy, options: {readonly skipCorrupt?: boolean} = {}): BookScan {
   const dir = booksDir(stateDir)
   const scan: BookScan = {books: [], refused: [], damaged: []}
   if (!fs.existsSync(dir)) return scan
@@ -43,7 +44,7 @@ export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boo
     if (!name.endsWith('.json') || name.startsWith('.')) continue
     const file = path.join(dir, name)
     try {
-      const book = readBook(file)
+      const book = readBook(file, trust)
       if (book) scan.books.push({file, book})
     } catch (error) {
       if (isUnsafeFileError(error)) scan.refused.push(refusedFile(error))
@@ -58,21 +59,24 @@ export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boo
  * Every session in the books that can be read, and the damaged books' errors: for commands that act on named
  * sessions (down), which a damaged book of another GPU must not stop; one not found may be on a damaged GPU.
  */
-export function listReadableSessions(stateDir: string): {sessions: SessionLocation[]; damaged: CosplayError[]} {
-  const scan = scanBooks(stateDir, {skipCorrupt: true})
+export function listReadableSessions(stateDir: string, trust: StatePolicy): {sessions: SessionLocation[]; damaged: CosplayError[]} {
+  const scan = scanBooks(stateDir, trust, {skipCorrupt: true})
   return {sessions: scan.books.flatMap(({book}) => sessionsIn(book)), damaged: scan.damaged}
 }
 
 /** Every session in every GPU book. */
-export function listSessions(stateDir: string): SessionLocation[] {
-  return listBooks(stateDir).flatMap(({book}) => sessionsIn(book))
+export function listSessions(stateDir: string, trust: StatePolicy): SessionLocation[] {
+  return listBooks(stateDir, trust).flatMap(({book}) => sessionsIn(book))
 }
 
 function sessionsIn(book: GpuBook): SessionLocation[] {
   return Object.values(book.sessions).map((session) => ({session, gpuUuid: book.gpu.uuid, gpuName: book.gpu.name}))
 }
 
-export type BookStoreDeps = EngineDeps & {readonly stateDir: string; readonly bootId: string | null}
+export type BookStoreDeps = EngineDeps & {
+  readonly stateDir: string
+  readonly bootId: string | null
+}
 
 /** A GPU's book opened under its lock, brought up to date with the GPU. */
 export type OpenBook = {
@@ -120,12 +124,17 @@ export async function withBook<T>(
   act: (open: OpenBook) => Promise<T>,
   options: WithBookOptions = {},
 ): Promise<T> {
-  return withGpuLock(deps.stateDir, gpu.uuid, async (lock) => {
-    const open = await openBook(deps, gpu, lock, options)
-    const result = await act(open)
-    await closeBook(deps, open)
-    return result
-  })
+  return withGpuLock(
+    deps.stateDir,
+    gpu.uuid,
+    async (lock) => {
+      const open = await openBook(deps, gpu, lock, options)
+      const result = await act(open)
+      await closeBook(deps, open)
+      return result
+    },
+    {trust: deps.trust},
+  )
 }
 
 /** Several GPUs' books, open under their locks (withBooks). */
@@ -163,7 +172,7 @@ export async function withBooks<T>(
     for (const gpu of ordered) {
       try {
         // a GPU some other command holds for long is one to go around, not to wait on with the others' locks held
-        taken.push(await takeGpuLock(deps.stateDir, gpu.uuid, leaveOutUnreadable ? {waitMs: BUSY_GPU_WAIT_MS} : {}))
+        taken.push(await takeGpuLock(deps.stateDir, gpu.uuid, leaveOutUnreadable ? {waitMs: BUSY_GPU_WAIT_MS, trust: deps.trust} : {trust: deps.trust}))
       } catch (error) {
         if (!leaveOutUnreadable || !isCosplayError(error) || error.code !== 'GPU_LOCKED') throw error
         taken.push(null)
@@ -219,7 +228,7 @@ async function openBook(
   options: WithBookOptions,
 ): Promise<OpenBook> {
   const file = bookPath(deps.stateDir, gpu.uuid)
-  const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw', lock)
+  const {book, movedAside} = readOrStart(file, deps.trust, gpu, deps.bootId, options.onCorrupt ?? 'throw', lock)
   // every write (each journal step, the final save) first checks that the lock is still ours: a holder paused past
   // the stale time and taken over must not write its stale copy over the new holder's
   const persist = () => {
@@ -235,7 +244,13 @@ async function openBook(
   const notes = forgetIfRebooted(book, deps.bootId)
   if (deps.bootId !== null) book.bootId = deps.bootId
   const lostToReboot = before.filter((n) => !(n in book.sessions))
-  const recovery = await recoverAbandoned(deps, book, live, persist, (s) => isSessionPart(s) && !firstRecordActive(deps.stateDir, s as SessionRecord))
+  const recovery = await recoverAbandoned(
+    deps,
+    book,
+    live,
+    persist,
+    (s) => isSessionPart(s) && !firstRecordActive(deps.stateDir, deps.trust, s as SessionRecord),
+  )
   notes.push(...recovery.notes)
   if (recovery.recovered.length > 0) live = await probe()
   if (movedAside) notes.push(`the damaged journal was moved to ${movedAside}`)
@@ -246,7 +261,7 @@ async function openBook(
     recovered: [...lostToReboot, ...recovery.recovered],
     notes,
     movedAside,
-    contextFor: (session) => stepContext(deps.gpu, book, session, live),
+    contextFor: (session) => stepContext(deps.gpu, book, session, live, deps.trust),
   }
 }
 
@@ -262,16 +277,21 @@ async function closeBook(deps: BookStoreDeps, open: OpenBook, {keepIfEmpty = tru
  * A change to one session's record after its steps are done (the host key `up` learns once the container answers):
  * under the GPU's lock, without reading the GPU, because nothing on it changes. A session ended meanwhile is left alone.
  */
-export async function amendSession(stateDir: string, gpuUuid: string, name: string, change: (session: BookSession) => void): Promise<void> {
-  await withGpuLock(stateDir, gpuUuid, async (lock) => {
-    const file = bookPath(stateDir, gpuUuid)
-    const book = readBook(file)
-    const session = book?.sessions[name]
-    if (!book || !session) return
-    change(session)
-    lock.assertHeld()
-    writeBook(file, book)
-  })
+export async function amendSession(stateDir: string, trust: StatePolicy, gpuUuid: string, name: string, change: (session: BookSession) => void): Promise<void> {
+  await withGpuLock(
+    stateDir,
+    gpuUuid,
+    async (lock) => {
+      const file = bookPath(stateDir, gpuUuid)
+      const book = readBook(file, trust)
+      const session = book?.sessions[name]
+      if (!book || !session) return
+      change(session)
+      lock.assertHeld()
+      writeBook(file, book)
+    },
+    {trust},
+  )
 }
 
 /**
@@ -280,11 +300,11 @@ export async function amendSession(stateDir: string, gpuUuid: string, name: stri
  * this part's lock knows that no `up` of this session is under way, since an `up` holds every one of its GPUs' locks
  * until the first record is active. A first book that cannot be read keeps the part (nothing is undone on a doubt).
  */
-function firstRecordActive(stateDir: string, part: SessionRecord): boolean {
+function firstRecordActive(stateDir: string, trust: StatePolicy, part: SessionRecord): boolean {
   const {gpuUuid, createdAt} = part.partOf!
   let first: BookSession | undefined
   try {
-    first = readBook(bookPath(stateDir, gpuUuid))?.sessions[part.name]
+    first = readBook(bookPath(stateDir, gpuUuid), trust)?.sessions[part.name]
   } catch {
     return true
   }
@@ -307,13 +327,14 @@ function indexInThisBoot(book: GpuBook, bootId: string | null): number | undefin
 
 function readOrStart(
   file: string,
+  trust: StatePolicy,
   gpu: {uuid: string; name: string},
   bootId: string | null,
   onCorrupt: 'throw' | 'move-aside',
   lock: HeldLock,
 ): {book: GpuBook; movedAside: string | null} {
   try {
-    return {book: readBook(file) ?? emptyBook(gpu, bootId), movedAside: null}
+    return {book: readBook(file, trust) ?? emptyBook(gpu, bootId), movedAside: null}
   } catch (error) {
     // a symlink or an untrusted file in the book's place is moved aside too (rename moves the link, not its target)
     if (onCorrupt === 'throw' || !isCosplayError(error) || (error.code !== 'JOURNAL_CORRUPT' && !isUnsafeFileError(error))) throw error

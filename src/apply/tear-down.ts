@@ -24,7 +24,7 @@ export type ClosedSession = {
  */
 export async function tearDown(names: readonly string[], requester: Requester, deps: BookStoreDeps): Promise<ClosedSession[]> {
   // a damaged book of another GPU does not stop the others' sessions from ending; a name found nowhere may be on it
-  const {sessions: all, damaged} = listReadableSessions(deps.stateDir)
+  const {sessions: all, damaged} = listReadableSessions(deps.stateDir, deps.trust)
   const chosen = [...new Set(names)].flatMap((name) => {
     // a spread session's first record before its parts: its container holds their devices, and once it is gone the
     // parts are void (a crash from here on leaves them for the next command to roll back)
@@ -56,7 +56,7 @@ export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Pro
   const closed: ClosedSession[] = []
   for (const part of session.spread.parts) {
     // a damaged book of another GPU must not stop the parts from ending (the first record is ended already)
-    const book = scanBooks(deps.stateDir, {skipCorrupt: true}).books.find((b) => b.book.gpu.uuid === part.gpuUuid)
+    const book = scanBooks(deps.stateDir, deps.trust, {skipCorrupt: true}).books.find((b) => b.book.gpu.uuid === part.gpuUuid)
     if (!book) continue
     const ended = await withBook(
       deps,
