@@ -5,6 +5,7 @@ import {type CosplayError, isCosplayError} from '../core/errors.js'
 import {isUnsafeFileError, type RefusedFile, refusedFile} from '../core/json-file.js'
 import {diedOnThisHost} from '../core/recorded-process.js'
 import {bookPath, booksDir} from '../core/state-layout.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import type {HostGpu} from '../host/types.js'
 import {type EngineDeps, type Persist, recoverAbandoned, stepContext} from './journal.js'
 import {type BookSession, emptyBook, type GpuBook, isLeaseSession, isSessionPart, readBook, type SessionRecord, writeBook} from './gpu-book.js'
@@ -21,8 +22,8 @@ import type {StepContext} from './steps/step.js'
 
 export type SessionLocation = {readonly session: BookSession; readonly gpuUuid: string; readonly gpuName: string}
 
-export function listBooks(stateDir: string): {file: string; book: GpuBook}[] {
-  return scanBooks(stateDir).books
+export function listBooks(stateDir: string, trust: StatePolicy): {file: string; book: GpuBook}[] {
+  return scanBooks(stateDir, trust).books
 }
 
 export type BookScan = {
@@ -37,7 +38,7 @@ export type BookScan = {
  * Every book, and what was skipped rather than followed: one planted file must not stop everybody's commands (a
  * command for the GPU it names still fails, in withBook). A real book that is damaged still throws JOURNAL_CORRUPT.
  */
-export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boolean} = {}): BookScan {
+export function scanBooks(stateDir: string, trust: StatePolicy, options: {readonly skipCorrupt?: boolean} = {}): BookScan {
   const dir = booksDir(stateDir)
   const scan: BookScan = {books: [], refused: [], damaged: []}
   if (!fs.existsSync(dir)) return scan
@@ -45,7 +46,7 @@ export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boo
     if (!name.endsWith('.json') || name.startsWith('.')) continue
     const file = path.join(dir, name)
     try {
-      const book = readBook(file)
+      const book = readBook(file, trust)
       if (book) scan.books.push({file, book})
     } catch (error) {
       if (isUnsafeFileError(error)) scan.refused.push(refusedFile(error))
@@ -60,21 +61,24 @@ export function scanBooks(stateDir: string, options: {readonly skipCorrupt?: boo
  * Every session in the books that can be read, and the damaged books' errors: for commands that act on named
  * sessions (down), which a damaged book of another GPU must not stop; one not found may be on a damaged GPU.
  */
-export function listReadableSessions(stateDir: string): {sessions: SessionLocation[]; damaged: CosplayError[]; readable: Set<string>} {
-  const scan = scanBooks(stateDir, {skipCorrupt: true})
+export function listReadableSessions(stateDir: string, trust: StatePolicy): {sessions: SessionLocation[]; damaged: CosplayError[]; readable: Set<string>} {
+  const scan = scanBooks(stateDir, trust, {skipCorrupt: true})
   return {sessions: scan.books.flatMap(({book}) => sessionsIn(book)), damaged: scan.damaged, readable: new Set(scan.books.map(({book}) => book.gpu.uuid))}
 }
 
 /** Every session in every GPU book. */
-export function listSessions(stateDir: string): SessionLocation[] {
-  return listBooks(stateDir).flatMap(({book}) => sessionsIn(book))
+export function listSessions(stateDir: string, trust: StatePolicy): SessionLocation[] {
+  return listBooks(stateDir, trust).flatMap(({book}) => sessionsIn(book))
 }
 
 function sessionsIn(book: GpuBook): SessionLocation[] {
   return Object.values(book.sessions).map((session) => ({session, gpuUuid: book.gpu.uuid, gpuName: book.gpu.name}))
 }
 
-export type BookStoreDeps = EngineDeps & {readonly stateDir: string; readonly bootId: string | null}
+export type BookStoreDeps = EngineDeps & {
+  readonly stateDir: string
+  readonly bootId: string | null
+}
 
 /** A GPU's book opened under its lock, brought up to date with the GPU. */
 export type OpenBook = {
@@ -122,12 +126,17 @@ export async function withBook<T>(
   act: (open: OpenBook) => Promise<T>,
   options: WithBookOptions = {},
 ): Promise<T> {
-  return withGpuLock(deps.stateDir, gpu.uuid, async (lock) => {
-    const open = await openBook(deps, gpu, lock, options)
-    const result = await act(open)
-    await closeBook(deps, open)
-    return result
-  })
+  return withGpuLock(
+    deps.stateDir,
+    gpu.uuid,
+    async (lock) => {
+      const open = await openBook(deps, gpu, lock, options)
+      const result = await act(open)
+      await closeBook(deps, open)
+      return result
+    },
+    {trust: deps.trust},
+  )
 }
 
 /** Several GPUs' books, open under their locks (withBooks). */
@@ -167,7 +176,7 @@ export async function withBooks<T>(
     for (const gpu of ordered) {
       try {
         // a GPU some other command holds for long is one to go around, not to wait on with the others' locks held
-        taken.push(await takeGpuLock(deps.stateDir, gpu.uuid, leaveOutUnreadable ? {waitMs: BUSY_GPU_WAIT_MS, signal} : {signal}))
+        taken.push(await takeGpuLock(deps.stateDir, gpu.uuid, {...(leaveOutUnreadable ? {waitMs: BUSY_GPU_WAIT_MS} : {}), signal, trust: deps.trust}))
       } catch (error) {
         if (!leaveOutUnreadable || !isCosplayError(error) || error.code !== 'GPU_LOCKED') throw error
         taken.push(null)
@@ -223,7 +232,7 @@ async function openBook(
   options: WithBookOptions,
 ): Promise<OpenBook> {
   const file = bookPath(deps.stateDir, gpu.uuid)
-  const {book, movedAside} = readOrStart(file, gpu, deps.bootId, options.onCorrupt ?? 'throw', lock)
+  const {book, movedAside} = readOrStart(file, deps.trust, gpu, deps.bootId, options.onCorrupt ?? 'throw', lock)
   // every write (each journal step, the final save) first checks that the lock is still ours: a holder paused past
   // the stale time and taken over must not write its stale copy over the new holder's
   const persist = () => {
@@ -239,9 +248,15 @@ async function openBook(
   const notes = forgetIfRebooted(book, deps.bootId)
   if (deps.bootId !== null) book.bootId = deps.bootId
   const lostToReboot = before.filter((n) => !(n in book.sessions))
-  const recovery = await recoverAbandoned(deps, book, live, persist, (s) => isSessionPart(s) && !firstRecordActive(deps.stateDir, s as SessionRecord))
+  const recovery = await recoverAbandoned(
+    deps,
+    book,
+    live,
+    persist,
+    (s) => isSessionPart(s) && !firstRecordActive(deps.stateDir, deps.trust, s as SessionRecord),
+  )
   notes.push(...recovery.notes)
-  releaseVoidClaims(deps.stateDir, [...lostToReboot, ...recovery.recovered], book)
+  releaseVoidClaims(deps.stateDir, deps.trust, [...lostToReboot, ...recovery.recovered], book)
   if (recovery.recovered.length > 0) live = await probe()
   if (movedAside) notes.push(`the damaged journal was moved to ${movedAside}`)
   return {
@@ -251,7 +266,7 @@ async function openBook(
     recovered: [...lostToReboot, ...recovery.recovered],
     notes,
     movedAside,
-    contextFor: (session) => stepContext(deps.gpu, book, session, live),
+    contextFor: (session) => stepContext(deps.gpu, book, session, live, deps.trust),
   }
 }
 
@@ -260,17 +275,17 @@ async function openBook(
  * records them any more (a spread session's other records keep it; a damaged book may hold one, so it keeps them all):
  * a teammate need not run `recover` to take a name a dead `up` left behind.
  */
-function releaseVoidClaims(stateDir: string, names: readonly string[], book: GpuBook): void {
+function releaseVoidClaims(stateDir: string, trust: StatePolicy, names: readonly string[], book: GpuBook): void {
   if (names.length === 0) return
   let recorded: Set<string>
   try {
-    const scan = scanBooks(stateDir, {skipCorrupt: true})
+    const scan = scanBooks(stateDir, trust, {skipCorrupt: true})
     if (scan.damaged.length > 0) return
     recorded = new Set(scan.books.filter((b) => b.book.gpu.uuid !== book.gpu.uuid).flatMap((b) => Object.keys(b.book.sessions)))
   } catch {
     return
   }
-  const claims = readClaims(stateDir)
+  const claims = readClaims(stateDir, trust)
   for (const name of names) {
     const claim = claims.find((c) => c.name === name)
     if (claim && !(name in book.sessions) && !recorded.has(name) && diedOnThisHost(claim)) releaseName(stateDir, name)
@@ -289,16 +304,21 @@ async function closeBook(deps: BookStoreDeps, open: OpenBook, {keepIfEmpty = tru
  * A change to one session's record after its steps are done (the host key `up` learns once the container answers):
  * under the GPU's lock, without reading the GPU, because nothing on it changes. A session ended meanwhile is left alone.
  */
-export async function amendSession(stateDir: string, gpuUuid: string, name: string, change: (session: BookSession) => void): Promise<void> {
-  await withGpuLock(stateDir, gpuUuid, async (lock) => {
-    const file = bookPath(stateDir, gpuUuid)
-    const book = readBook(file)
-    const session = book?.sessions[name]
-    if (!book || !session) return
-    change(session)
-    lock.assertHeld()
-    writeBook(file, book)
-  })
+export async function amendSession(stateDir: string, trust: StatePolicy, gpuUuid: string, name: string, change: (session: BookSession) => void): Promise<void> {
+  await withGpuLock(
+    stateDir,
+    gpuUuid,
+    async (lock) => {
+      const file = bookPath(stateDir, gpuUuid)
+      const book = readBook(file, trust)
+      const session = book?.sessions[name]
+      if (!book || !session) return
+      change(session)
+      lock.assertHeld()
+      writeBook(file, book)
+    },
+    {trust},
+  )
 }
 
 /**
@@ -307,11 +327,11 @@ export async function amendSession(stateDir: string, gpuUuid: string, name: stri
  * this part's lock knows that no `up` of this session is under way, since an `up` holds every one of its GPUs' locks
  * until the first record is active. A first book that cannot be read keeps the part (nothing is undone on a doubt).
  */
-function firstRecordActive(stateDir: string, part: SessionRecord): boolean {
+function firstRecordActive(stateDir: string, trust: StatePolicy, part: SessionRecord): boolean {
   const {gpuUuid, createdAt} = part.partOf!
   let first: BookSession | undefined
   try {
-    first = readBook(bookPath(stateDir, gpuUuid))?.sessions[part.name]
+    first = readBook(bookPath(stateDir, gpuUuid), trust)?.sessions[part.name]
   } catch {
     return true
   }
@@ -334,13 +354,14 @@ function indexInThisBoot(book: GpuBook, bootId: string | null): number | undefin
 
 function readOrStart(
   file: string,
+  trust: StatePolicy,
   gpu: {uuid: string; name: string},
   bootId: string | null,
   onCorrupt: 'throw' | 'move-aside',
   lock: HeldLock,
 ): {book: GpuBook; movedAside: string | null} {
   try {
-    return {book: readBook(file) ?? emptyBook(gpu, bootId), movedAside: null}
+    return {book: readBook(file, trust) ?? emptyBook(gpu, bootId), movedAside: null}
   } catch (error) {
     // a symlink or an untrusted file in the book's place is moved aside too (rename moves the link, not its target)
     if (onCorrupt === 'throw' || !isCosplayError(error) || (error.code !== 'JOURNAL_CORRUPT' && !isUnsafeFileError(error))) throw error

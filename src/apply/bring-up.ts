@@ -1,5 +1,6 @@
 import type {Catalog, Target} from '../catalog/types.js'
 import {isCosplayError, StateError} from '../core/errors.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import type {Quota} from '../core/session-policy.js'
 import type {GpuControl} from '../host/gpu-control.js'
 import type {ListGpus} from '../host/parse-list-gpus.js'
@@ -65,7 +66,7 @@ export type UpDeps = BookStoreDeps & {
   readonly onProgress?: (message: string) => void
   /** the first look (`nvidia-smi -L`) when the caller started it early, to hide its latency behind start-up */
   readonly firstListing?: Promise<ListGpus>
-  /** the caller may act for others (invokingUser().isRoot); absent: when the owner is uid 0 */
+  /** the caller may act for others (the call context's caller.isRoot); absent: when the owner is uid 0 */
   readonly isRoot?: boolean
   /** users by name, for the names a member may not take (session-names.ts); absent: /etc/passwd */
   readonly userIdOf?: UserLookup
@@ -127,15 +128,15 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
     })
   } catch (error) {
     // a record whose undo could not finish keeps the name (recover, or down, releases it once the record is gone)
-    if (!recordsNamed(deps.stateDir, name)) releaseName(deps.stateDir, name)
+    if (!recordsNamed(deps, name)) releaseName(deps.stateDir, name)
     throw error
   }
 }
 
 /** Whether any book holds a record of this name (a damaged book is no evidence either way; books not read: it may). */
-function recordsNamed(stateDir: string, name: string): boolean {
+function recordsNamed(deps: BookStoreDeps, name: string): boolean {
   try {
-    return scanBooks(stateDir, {skipCorrupt: true}).books.some(({book}) => name in book.sessions)
+    return scanBooks(deps.stateDir, deps.trust, {skipCorrupt: true}).books.some(({book}) => name in book.sessions)
   } catch {
     return true
   }
@@ -159,7 +160,7 @@ async function bringUpLocked(
     try {
       const model = hostModelFor(deps.catalog, open.live)
       // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
-      const calibration = calibrationOf(deps.stateDir, model.key, open.live.driverVersion ?? null)
+      const calibration = calibrationOf(deps.stateDir, deps.trust, model.key, open.live.driverVersion ?? null)
       return [{open, host: planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration}), held: heldSettings(open.book)}]
     } catch (error) {
       // a spread goes where it can be planned: a GPU of a model the catalog lacks, or a stale calibration, is left out
@@ -171,7 +172,7 @@ async function bringUpLocked(
   const books = opens.map((o) => o.book)
   const quota = request.quota ?? null
   // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
-  if (quota) assertWithinQuota(quota, holdingOf(deps.stateDir, request.owner.uid, books), 0)
+  if (quota) assertWithinQuota(quota, holdingOf(deps, request.owner.uid, books), 0)
   const options = {strict: request.strict, ...request.gpuWide, basis: request.basis}
   const count = request.count ?? 1
   // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on these GPUs now
@@ -222,7 +223,7 @@ async function bringUpLocked(
       assertWithinQuota(
         quota,
         holdingOf(
-          deps.stateDir,
+          deps,
           request.owner.uid,
           shares.map((s) => s.open.book),
         ),
@@ -243,7 +244,7 @@ async function bringUpLocked(
     }
   }
   // counted and recorded under the box's quota lock: a concurrent up on another GPU sees this session or waits
-  await (quota ? withQuotaLock(deps.stateDir, record) : record())
+  await (quota ? withQuotaLock(deps.stateDir, deps.trust, record) : record())
 
   const ctxs = shares.map((s) => s.open.contextFor(s.record))
   const notes = [...new Set([...opens.flatMap((o) => o.notes), ...leftOut.map(({gpu, reason}) => `left GPU ${gpu.index ?? gpu.uuid} out: ${reason}`)])]
@@ -268,7 +269,9 @@ async function bringUpLocked(
         const {owner, runAsOwner} = request.mpsOnHost
         const impl = stepFor(deps.steps, 'start-mps')
         for (const [i, s] of shares.entries()) {
-          const daemons = Array.from({length: s.ranks}, (_, k) => mpsStepFor(impl, s.plan.mps!, deps.stateDir, name, owner, runAsOwner, s.firstRank + k))
+          const daemons = Array.from({length: s.ranks}, (_, k) =>
+            mpsStepFor(impl, s.plan.mps!, deps.stateDir, deps.trust, name, owner, runAsOwner, s.firstRank + k),
+          )
           await runSteps(ctxs[i], s.open.persist, daemons, deps.cancel)
         }
       }
@@ -359,8 +362,8 @@ async function nameSlots(gpu: GpuControl, live: HostGpu, session: SessionRecord,
 }
 
 /** The calibration `calibrate` left for this host model and driver (a stale or damaged one fails, as in `plan`). */
-function calibrationOf(stateDir: string, model: string, driver: string | null): PlanCalibration | null {
+function calibrationOf(stateDir: string, trust: StatePolicy, model: string, driver: string | null): PlanCalibration | null {
   if (driver === null) return null
-  const found = readCalibration(stateDir, model, driver)
+  const found = readCalibration(stateDir, model, driver, trust)
   return found && {fractions: found.calibration.fractions, file: found.file, driver: found.calibration.driver}
 }

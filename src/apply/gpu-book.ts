@@ -5,7 +5,7 @@ import {STEP_KINDS} from '../core/names.js'
 import type {HeldSettings} from '../plan/plan-on-gpu.js'
 import {planSchema} from '../plan/plan-schema.js'
 import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'
-import {statePolicy} from '../core/state-policy.js'
+import type {StatePolicy} from '../core/state-policy.js'
 
 /**
  * One file per physical GPU (gpus/<uuid>.json) holds everything the tool changed on it: the GPU-wide
@@ -255,8 +255,8 @@ export function emptyBook(gpu: {uuid: string; name: string}, bootId: string | nu
  * (JOURNAL_CORRUPT). A symlink or a non-regular file in its place, or in the engine a file root did not write, is
  * never followed or read: UnsafeFileError.
  */
-export function readBook(file: string): GpuBook | null {
-  const read = readJsonFile(file, book, {owner: statePolicy().trustedOwner})
+export function readBook(file: string, trust: StatePolicy): GpuBook | null {
+  const read = readJsonFile(file, book, {owner: trust.trustedOwner})
   if (read === null) return null
   if (!read.ok) throw corrupt(file, read.why, read.cause)
   return read.data

@@ -3,6 +3,7 @@ import path from 'node:path'
 import {StateError} from '../core/errors.js'
 import {NOT_YET, pollUntil} from '../core/poll.js'
 import {lockPathOf, lockTargetOf} from '../core/state-layout.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {lockDirIdentity, recordOwner, takeOverFromDeadLocal} from './lock-owner.js'
 
 export type LockOptions = {
@@ -10,6 +11,8 @@ export type LockOptions = {
   waitMs?: number
   /** ends the wait (Ctrl-C): INTERRUPTED, nothing taken */
   signal?: AbortSignal
+  /** whose lock-owner records are read (a dead holder's lock is taken over by its record) */
+  readonly trust: StatePolicy
 }
 
 /** A holder refreshes its lock every second; one silent for this long is dead (kill -9, power loss) and is taken over. */
@@ -33,7 +36,7 @@ export type HeldLock = {
  * refreshing and its lock turns stale, so the next process takes over and recovers the journal. A holder
  * that died on this host is taken over at once, by its pid (lock-owner.ts).
  */
-export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (lock: HeldLock) => Promise<T>, options: LockOptions = {}): Promise<T> {
+export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (lock: HeldLock) => Promise<T>, options: LockOptions): Promise<T> {
   const taken = await takeGpuLock(stateDir, gpuUuid, options)
   try {
     const result = await fn(taken.lock)
@@ -48,7 +51,7 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (loc
 export type TakenLock = {readonly lock: HeldLock; release(): Promise<void>}
 
 /** withGpuLock's taking and letting go, apart: for callers that hold several locks and let go of them at different times. */
-export async function takeGpuLock(stateDir: string, gpuUuid: string, options: LockOptions = {}): Promise<TakenLock> {
+export async function takeGpuLock(stateDir: string, gpuUuid: string, options: LockOptions): Promise<TakenLock> {
   const lockfile = (await import('proper-lockfile')).default
   const target = lockTargetOf(stateDir, gpuUuid)
   const waitMs = options.waitMs ?? 120_000
@@ -80,7 +83,7 @@ export async function takeGpuLock(stateDir: string, gpuUuid: string, options: Lo
       }
       contended = error
       // A holder killed on this host is taken over at once; others (other hosts, no record) by the mtime rule.
-      return takeOverFromDeadLocal(lockPath) ? tryLock() : NOT_YET
+      return takeOverFromDeadLocal(lockPath, options.trust) ? tryLock() : NOT_YET
     }
   }
   const release = await pollUntil(tryLock, {

@@ -1,6 +1,7 @@
 import createDebug from 'debug'
 
 import {addErrorNotes, StateError} from '../core/errors.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {DEBUG_NS, HOST_ENV} from '../core/names.js'
 import type {GpuControl} from '../host/gpu-control.js'
 import {isRefusedChange} from '../host/smi-error.js'
@@ -18,10 +19,15 @@ export type Cancellation = {readonly requested: boolean; readonly signal?: Abort
 export type Persist = () => void
 
 /** What the journal runner acts through: the GPU, and the steps it knows how to undo. */
-export type EngineDeps = {readonly gpu: GpuControl; readonly steps: StepRegistry}
+export type EngineDeps = {
+  readonly gpu: GpuControl
+  readonly steps: StepRegistry
+  /** whose files in the state directory are read (the call context's policy: in the engine root's alone) */
+  readonly trust: StatePolicy
+}
 
-export function stepContext(gpu: GpuControl, book: GpuBook, session: BookSession, live: HostGpu): StepContext {
-  return {gpu, book, session, live, notes: []}
+export function stepContext(gpu: GpuControl, book: GpuBook, session: BookSession, live: HostGpu, trust: StatePolicy): StepContext {
+  return {gpu, book, session, live, notes: [], trust}
 }
 
 /**
@@ -152,7 +158,7 @@ export async function recoverAbandoned(
   const notes: string[] = []
   for (const session of Object.values(book.sessions)) {
     if (session.phase === 'active' && !orphaned(session)) continue
-    const ctx = stepContext(deps.gpu, book, session, live)
+    const ctx = stepContext(deps.gpu, book, session, live, deps.trust)
     await unwindSession(ctx, persist, deps.steps)
     delete book.sessions[session.name]
     persist()

@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
 import {diedOnThisHost, type RecordedProcess, startTicksOf} from '../core/recorded-process.js'
-import {statePolicy} from '../core/state-policy.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {lockOwnerPath, lockTakeoverPath} from '../core/state-layout.js'
 
 /**
@@ -48,9 +48,9 @@ export function recordOwner(lockPath: string): void {
   }
 }
 
-function readOwner(lockPath: string): LockOwner | null {
+function readOwner(lockPath: string, trust: StatePolicy): LockOwner | null {
   try {
-    const o = JSON.parse(readTextIfExists(lockOwnerPath(lockPath), {owner: statePolicy().trustedOwner}) ?? 'null')
+    const o = JSON.parse(readTextIfExists(lockOwnerPath(lockPath), {owner: trust.trustedOwner}) ?? 'null')
     if (typeof o?.pid !== 'number' || typeof o.hostname !== 'string' || typeof o.ino !== 'string' || typeof o.birthtimeNs !== 'string') return null
     if (o.startTicks !== undefined && o.startTicks !== null && typeof o.startTicks !== 'string') return null
     return o as LockOwner
@@ -60,8 +60,8 @@ function readOwner(lockPath: string): LockOwner | null {
 }
 
 /** The lock directory now is the one the record names, and that holder is a dead process on this host. */
-function heldByDeadLocal(lockPath: string, now: () => number): boolean {
-  const owner = readOwner(lockPath)
+function heldByDeadLocal(lockPath: string, trust: StatePolicy, now: () => number): boolean {
+  const owner = readOwner(lockPath, trust)
   if (!owner || owner.hostname !== os.hostname() || owner.pid === process.pid) return false
   const id = lockDirIdentity(lockPath)
   if (!id || id.birthtimeNs === '0' || id.ino !== owner.ino || id.birthtimeNs !== owner.birthtimeNs) return false
@@ -74,8 +74,8 @@ function heldByDeadLocal(lockPath: string, now: () => number): boolean {
  * so the next attempt can take it. Two waiters never both remove: the removal is done under a second mutex
  * (mkdir), after checking again there. Returns whether a dead holder's lock was removed.
  */
-export function takeOverFromDeadLocal(lockPath: string, now: () => number = Date.now): boolean {
-  if (!heldByDeadLocal(lockPath, now)) return false
+export function takeOverFromDeadLocal(lockPath: string, trust: StatePolicy, now: () => number = Date.now): boolean {
+  if (!heldByDeadLocal(lockPath, trust, now)) return false
   const mutex = lockTakeoverPath(lockPath)
   try {
     fs.mkdirSync(mutex)
@@ -87,7 +87,7 @@ export function takeOverFromDeadLocal(lockPath: string, now: () => number = Date
     return false
   }
   try {
-    if (!heldByDeadLocal(lockPath, now)) return false
+    if (!heldByDeadLocal(lockPath, trust, now)) return false
     fs.rmdirSync(lockPath)
     return true
   } catch {

@@ -5,9 +5,10 @@
 import {listSessions} from './book-store.js'
 import {isLeaseSession, isSessionPart, type SessionRecord} from './gpu-book.js'
 import {InputError, StateError} from '../core/errors.js'
+import type {StatePolicy} from '../core/state-policy.js'
 
-export function pickSession(stateDir: string, name: string | undefined, requester: {uid: number; isRoot: boolean}): SessionRecord {
-  const every = listSessions(stateDir).map((l) => l.session)
+export function pickSession(stateDir: string, trust: StatePolicy, name: string | undefined, requester: {uid: number; isRoot: boolean}): SessionRecord {
+  const every = listSessions(stateDir, trust).map((l) => l.session)
   // A lease hold has no container to reach: these commands never mean one.
   // a spread session is reached through its first record (the one with the container)
   const all = every.filter((s): s is SessionRecord => !isLeaseSession(s) && !isSessionPart(s))

@@ -1,6 +1,7 @@
 import {StateError} from '../core/errors.js'
 import type {Quota} from '../core/session-policy.js'
 import {QUOTA_LOCK} from '../core/state-layout.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {listSessions} from './book-store.js'
 import {type BookSession, type GpuBook, isLeaseSession, isSessionPart, rankCountOf} from './gpu-book.js'
 import {withGpuLock} from './gpu-lock.js'
@@ -26,10 +27,10 @@ export function slicesOf(session: BookSession): number {
  * What uid holds: `up` sessions in every book, those of the open (locked) books from them, which may be newer than
  * their files. A session spread over several GPUs counts once, by its first record (which counts all its ranks).
  */
-export function holdingOf(stateDir: string, uid: number, opened: readonly GpuBook[]): Holding {
+export function holdingOf(state: {readonly stateDir: string; readonly trust: StatePolicy}, uid: number, opened: readonly GpuBook[]): Holding {
   const uuids = new Set(opened.map((b) => b.gpu.uuid))
   const sessions = [
-    ...listSessions(stateDir)
+    ...listSessions(state.stateDir, state.trust)
       .filter((l) => !uuids.has(l.gpuUuid))
       .map((l) => l.session),
     ...opened.flatMap((b) => Object.values(b.sessions)),
@@ -53,6 +54,6 @@ export function assertWithinQuota(quota: Quota, held: Holding, slices: number): 
 }
 
 /** The box-wide lock of the quota check (a lock folder beside the GPUs' own: gpus/box-quota.lock). */
-export function withQuotaLock<T>(stateDir: string, fn: () => Promise<T>): Promise<T> {
-  return withGpuLock(stateDir, QUOTA_LOCK, fn, {waitMs: 30_000})
+export function withQuotaLock<T>(stateDir: string, trust: StatePolicy, fn: () => Promise<T>): Promise<T> {
+  return withGpuLock(stateDir, QUOTA_LOCK, fn, {waitMs: 30_000, trust})
 }

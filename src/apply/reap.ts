@@ -1,6 +1,7 @@
 import createDebug from 'debug'
 
 import {formatDuration} from '../core/duration.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {DEBUG_NS} from '../core/names.js'
 import {type SessionPolicy, warnLeadMs} from '../core/session-policy.js'
 import type {HostGpu} from '../host/types.js'
@@ -51,7 +52,7 @@ export type ReapResult = {
 export async function reapSessions(deps: ReapDeps): Promise<ReapResult> {
   const now = deps.now ?? Date.now
   const result: ReapResult = {actions: [], closed: [], notes: []}
-  const books = scanBooks(deps.stateDir, {skipCorrupt: true}).books.map(({book}) => book)
+  const books = scanBooks(deps.stateDir, deps.trust, {skipCorrupt: true}).books.map(({book}) => book)
   const busy = deps.policy.idleReclaimMs === null ? new Set<string>() : await sessionsComputing(deps, books, result.notes)
   for (const book of books) {
     // a spread session is reaped by its first record (its clock), which ends its parts too
@@ -76,7 +77,7 @@ async function reapOne(deps: ReapDeps, book: GpuBook, seen: SessionRecord, compu
     const activeAt = computing ? now() : (login ?? 0)
     if (activeAt > lastActiveMs(session)) {
       // in use again: its idle clock starts over, and an idle warning no longer holds
-      await amendSession(deps.stateDir, book.gpu.uuid, session.name, (s) => {
+      await amendSession(deps.stateDir, deps.trust, book.gpu.uuid, session.name, (s) => {
         s.activeAt = new Date(Math.min(activeAt, now())).toISOString()
         if (s.warnedAt && !ttlWarnDue(s, now())) delete s.warnedAt
       })
@@ -92,7 +93,7 @@ async function reapOne(deps: ReapDeps, book: GpuBook, seen: SessionRecord, compu
     await deps
       .notify?.(session, message)
       .catch((error: unknown) => result.notes.push(`${session.name}: the warning did not reach it (${(error as Error).message})`))
-    await amendSession(deps.stateDir, book.gpu.uuid, session.name, (s) => {
+    await amendSession(deps.stateDir, deps.trust, book.gpu.uuid, session.name, (s) => {
       s.warnedAt = new Date(now()).toISOString()
       // an idle session first warned past its time gets its full lead from now
       if (due.reason === 'idle' && due.action === 'end') s.activeAt = new Date(now() - idleReclaim! + inMs).toISOString()
@@ -199,8 +200,8 @@ async function sessionsComputing(deps: ReapDeps, books: readonly GpuBook[], note
  * Whether a reaper pass has anything to do now, from the books alone (no GPU read, no Docker): a session within its
  * warning lead or past its end, or idle reclaim on while sessions are up. Lets every command of a sandbox reap cheaply.
  */
-export function isReapDue(stateDir: string, policy: SessionPolicy, now: number = Date.now()): boolean {
-  return scanBooks(stateDir, {skipCorrupt: true}).books.some(({book}) =>
+export function isReapDue(stateDir: string, trust: StatePolicy, policy: SessionPolicy, now: number = Date.now()): boolean {
+  return scanBooks(stateDir, trust, {skipCorrupt: true}).books.some(({book}) =>
     Object.values(book.sessions).some((s) => !isLeaseSession(s) && s.phase === 'active' && (policy.idleReclaimMs !== null || dueOf(s, null, now) !== null)),
   )
 }

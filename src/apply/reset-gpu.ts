@@ -40,7 +40,8 @@ export async function resetGpu(gpuIndex: number, deps: BookStoreDeps): Promise<R
           for (const lease of Object.values(book.leases)) if (lease) lease.holders = lease.holders.filter((h) => h !== session.name)
           delete book.sessions[session.name]
           // a spread session's other records keep its name until they end
-          if (!listSessions(deps.stateDir).some((l) => l.gpuUuid !== book.gpu.uuid && l.session.name === session.name)) releaseName(deps.stateDir, session.name)
+          if (!listSessions(deps.stateDir, deps.trust).some((l) => l.gpuUuid !== book.gpu.uuid && l.session.name === session.name))
+            releaseName(deps.stateDir, session.name)
           ended.push(session.name)
           notes.push(...ctx.notes)
         }

@@ -1,4 +1,5 @@
 import {InputError} from '../core/errors.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {formatDuration} from '../core/duration.js'
 import {assertWithinMax, type SessionPolicy, warnLeadMs} from '../core/session-policy.js'
 import {amendSession, listSessions} from './book-store.js'
@@ -45,8 +46,8 @@ export function ttlWarnLeadMs(session: BookSession): number | null {
 }
 
 /** Every `up` session's clock, for `ps`/`status`/metrics (lease holds never end by themselves). */
-export function sessionClocks(stateDir: string, now: number = Date.now()): SessionClock[] {
-  return listSessions(stateDir)
+export function sessionClocks(stateDir: string, trust: StatePolicy, now: number = Date.now()): SessionClock[] {
+  return listSessions(stateDir, trust)
     .filter((l) => !isLeaseSession(l.session) && !isSessionPart(l.session))
     .map((l) => clockOf(l.session, now))
 }
@@ -57,10 +58,10 @@ export type IdleSession = {readonly name: string; readonly owner: string; readon
  * The sessions idle for longer than the warning lead of idle reclaim, and how long until they are ended (status).
  * Empty when the box does not reclaim idle sessions.
  */
-export function idleSessions(stateDir: string, policy: SessionPolicy, now: number = Date.now()): IdleSession[] {
+export function idleSessions(stateDir: string, trust: StatePolicy, policy: SessionPolicy, now: number = Date.now()): IdleSession[] {
   const reclaim = policy.idleReclaimMs
   if (reclaim === null) return []
-  return listSessions(stateDir)
+  return listSessions(stateDir, trust)
     .filter((l) => !isLeaseSession(l.session) && !isSessionPart(l.session) && l.session.phase === 'active')
     .map(({session}) => ({name: session.name, owner: session.owner.user, idleMs: clockOf(session, now).idleMs}))
     .filter((s) => s.idleMs >= reclaim - warnLeadMs(reclaim))
@@ -79,14 +80,15 @@ export async function extendSession(
   requester: Requester,
   policy: SessionPolicy,
   stateDir: string,
+  trust: StatePolicy,
   now: () => number = Date.now,
 ): Promise<ExtendResult> {
   // a spread session's clock is its first record's
-  const found = listSessions(stateDir).find((l) => l.session.name === name && !isLeaseSession(l.session) && !isSessionPart(l.session))
+  const found = listSessions(stateDir, trust).find((l) => l.session.name === name && !isLeaseSession(l.session) && !isSessionPart(l.session))
   if (!found) throw new InputError('UNKNOWN_SESSION', `no session named "${name}"`, {fix: ['see them: gpu-cosplay ps']})
   assertMayEnd(found.session, requester)
   let result: ExtendResult | null = null
-  await amendSession(stateDir, found.gpuUuid, name, (session) => {
+  await amendSession(stateDir, trust, found.gpuUuid, name, (session) => {
     if (!session.expiresAt) {
       throw new InputError('NO_TTL', `session "${name}" has no end to extend`, {fix: ['it runs until gpu-cosplay down'], cause: null})
     }

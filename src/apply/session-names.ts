@@ -4,7 +4,7 @@ import path from 'node:path'
 import {InputError, StateError} from '../core/errors.js'
 import {isUnsafeFileError, readTextIfExists, type RefusedFile, refusedFile} from '../core/json-file.js'
 import {startTicksOf} from '../core/recorded-process.js'
-import {statePolicy} from '../core/state-policy.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {userIdOf} from '../core/user-groups.js'
 import {claimPath, claimsDir} from '../core/state-layout.js'
 
@@ -83,19 +83,19 @@ export function releaseName(stateDir: string, name: string): void {
  */
 export type NameClaim = {name: string; gpuUuid: string | null; pid: number; hostname: string; startTicks?: string | null}
 
-export function readClaims(stateDir: string): NameClaim[] {
-  return scanClaims(stateDir).claims
+export function readClaims(stateDir: string, trust: StatePolicy): NameClaim[] {
+  return scanClaims(stateDir, trust).claims
 }
 
 /**
  * The name claims, and what was skipped rather than followed: a symlink, not a regular file, or (engine) a file
  * root did not write is never read.
  */
-export function scanClaims(stateDir: string): {claims: NameClaim[]; refused: RefusedFile[]} {
+export function scanClaims(stateDir: string, trust: StatePolicy): {claims: NameClaim[]; refused: RefusedFile[]} {
   const dir = claimsDir(stateDir)
   const claims: NameClaim[] = []
   const refused: RefusedFile[] = []
-  const owner = statePolicy().trustedOwner
+  const owner = trust.trustedOwner
   for (const file of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
     if (!file.endsWith('.json') || file.startsWith('.')) continue
     try {

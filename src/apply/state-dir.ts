@@ -5,11 +5,10 @@ import {StateError} from '../core/errors.js'
 import {isUnsafeFileError} from '../core/json-file.js'
 import {HOST_ENV, SHARED_STATE_DIR} from '../core/names.js'
 import {ensureDirMode, settleDir} from '../core/settle-dir.js'
-import {statePolicy} from '../core/state-policy.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {ENGINE_STATE_FOLDERS, isUserDirOf, userDirOf, usersDir, WRITABLE_STATE_FOLDERS} from '../core/state-layout.js'
 
 export {SHARED_STATE_DIR}
-export {statePolicy}
 
 export type StateDir = {
   readonly dir: string
@@ -19,9 +18,9 @@ export type StateDir = {
 }
 
 /** GPU_COSPLAY_STATE_DIR, else the shared folder, else a per-user folder with a warning. Creates what is missing. */
-export function resolveStateDir(env: Readonly<Record<string, string | undefined>>, homeDir: string): StateDir {
+export function resolveStateDir(env: Readonly<Record<string, string | undefined>>, homeDir: string, trust: StatePolicy): StateDir {
   const explicit = env[HOST_ENV.stateDir]
-  if (explicit && statePolicy().engine) {
+  if (explicit && trust.engine) {
     ensureEngineStateDir(explicit)
     return {dir: explicit, isShared: true, warning: null}
   }
@@ -137,10 +136,10 @@ function stateDirError(dir: string, error: unknown): StateError {
  * root (sudo). In the engine both are root's: users/ 0755 and users/<uid> 0711 (the engine's own files for that user
  * sit there, 0600; what the user's processes need is a folder inside, given to them by ensurePrivateDir).
  */
-export function ensureUserDir(stateDir: string, owner: {readonly uid: number; readonly gid: number}): string {
+export function ensureUserDir(stateDir: string, owner: {readonly uid: number; readonly gid: number}, trust: StatePolicy): string {
   const mine = userDirOf(stateDir, owner.uid)
-  ensureSharedDir(usersDir(stateDir))
-  ensurePrivateDir(mine, owner)
+  ensureSharedDir(usersDir(stateDir), trust)
+  ensurePrivateDir(mine, owner, trust)
   return mine
 }
 
@@ -149,8 +148,8 @@ export function ensureUserDir(stateDir: string, owner: {readonly uid: number; re
  * symlink in its place (refused: STATE_DIR_DAMAGED), then given to them on the descriptor. In the engine a user's
  * top folder (users/<uid>) stays root's 0711 instead: see ensureUserDir.
  */
-export function ensurePrivateDir(dir: string, owner: {readonly uid: number; readonly gid: number}): void {
-  if (statePolicy().engine && isEngineUserDir(dir)) {
+export function ensurePrivateDir(dir: string, owner: {readonly uid: number; readonly gid: number}, trust: StatePolicy): void {
+  if (trust.engine && isEngineUserDir(dir)) {
     guarded(dir, () => ensureDirMode(dir, 0o711, ROOT))
     return
   }
@@ -174,9 +173,9 @@ export function ensurePrivateDir(dir: string, owner: {readonly uid: number; read
  * A folder that holds a user's private folders (their sessions' MPS folders): in the engine root's 0711, so that the
  * user cannot swap a folder root is about to work in for a symlink; elsewhere the user's own (ensurePrivateDir).
  */
-export function ensureHolderDir(dir: string, owner: {readonly uid: number; readonly gid: number}): void {
-  if (statePolicy().engine) guarded(dir, () => ensureDirMode(dir, 0o711, ROOT))
-  else ensurePrivateDir(dir, owner)
+export function ensureHolderDir(dir: string, owner: {readonly uid: number; readonly gid: number}, trust: StatePolicy): void {
+  if (trust.engine) guarded(dir, () => ensureDirMode(dir, 0o711, ROOT))
+  else ensurePrivateDir(dir, owner, trust)
 }
 
 /** `<engine state dir>/users/<uid>` */
@@ -200,10 +199,10 @@ function guarded<T>(dir: string, fn: () => T): T {
  * `create` is false. A private one left by an older version is opened up when it is ours (or we are root). In the
  * engine nobody but root writes there: root's 0755.
  */
-export function ensureSharedDir(dir: string, options: {create: boolean} = {create: true}): void {
+export function ensureSharedDir(dir: string, trust: StatePolicy, options: {create: boolean} = {create: true}): void {
   if (!fs.existsSync(dir) && !options.create) return
   fs.mkdirSync(path.dirname(dir), {recursive: true})
-  if (statePolicy().engine) {
+  if (trust.engine) {
     guarded(dir, () => ensureDirMode(dir, 0o755, ROOT))
     return
   }

@@ -25,7 +25,7 @@ export type ClosedSession = {
 export async function tearDown(names: readonly string[], requester: Requester, deps: BookStoreDeps): Promise<ClosedSession[]> {
   // a damaged book of another GPU does not stop the others' sessions from ending; a session that may have a record in
   // it (a name found nowhere, a spread session with a record on an unread GPU, a lease hold) is not touched
-  const {sessions: all, damaged, readable} = listReadableSessions(deps.stateDir)
+  const {sessions: all, damaged, readable} = listReadableSessions(deps.stateDir, deps.trust)
   const chosen = [...new Set(names)].flatMap((name) => {
     // a spread session's first record before its parts: its container holds their devices, and once it is gone the
     // parts are void (a crash from here on leaves them for the next command to roll back)
@@ -68,7 +68,7 @@ export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Pro
   let unreached = false
   for (const part of session.spread.parts) {
     // a damaged book of another GPU must not stop the parts from ending (the first record is ended already)
-    const scan = scanBooks(deps.stateDir, {skipCorrupt: true})
+    const scan = scanBooks(deps.stateDir, deps.trust, {skipCorrupt: true})
     const book = scan.books.find((b) => b.book.gpu.uuid === part.gpuUuid)
     if (!book) {
       unreached ||= scan.damaged.length > 0

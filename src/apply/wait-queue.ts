@@ -10,7 +10,7 @@ import {isUnsafeFileError, readJsonFile, writeJsonAtomic} from '../core/json-fil
 import {NOT_YET, pollUntil} from '../core/poll.js'
 import {diedOnThisHost, startTicksOf} from '../core/recorded-process.js'
 import {settleDir} from '../core/settle-dir.js'
-import {statePolicy} from '../core/state-policy.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {booksDir, QUEUE_LOCK, queueDir, queueEntryPath} from '../core/state-layout.js'
 import {listSessions} from './book-store.js'
 import {isLeaseSession, isSessionPart} from './gpu-book.js'
@@ -74,7 +74,7 @@ const DEFAULT_RETRY_MS = 5_000
  * The live entries in the order they are served (position 1 first); entries of dead processes, and entries not heard
  * for EXPIRE_AFTER_PERIODS periods, are removed.
  */
-export function listQueue(stateDir: string, now: number = Date.now()): QueuedRequest[] {
+export function listQueue(stateDir: string, trust: StatePolicy, now: number = Date.now()): QueuedRequest[] {
   const dir = queueDir(stateDir)
   const live: QueueEntry[] = []
   for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
@@ -82,7 +82,7 @@ export function listQueue(stateDir: string, now: number = Date.now()): QueuedReq
     const file = path.join(dir, name)
     let read: ReturnType<typeof readJsonFile<QueueEntry>>
     try {
-      read = readJsonFile(file, entrySchema, {owner: statePolicy().trustedOwner})
+      read = readJsonFile(file, entrySchema, {owner: trust.trustedOwner})
     } catch (error) {
       if (isUnsafeFileError(error)) continue // never followed; doctor's business
       throw error
@@ -93,7 +93,7 @@ export function listQueue(stateDir: string, now: number = Date.now()): QueuedReq
   // the usual case (ps, status): nobody waits, and the books need not be read for the order
   if (live.length === 0) return []
   const held = new Map<number, number>()
-  for (const {session} of listSessions(stateDir))
+  for (const {session} of listSessions(stateDir, trust))
     if (!isLeaseSession(session) && !isSessionPart(session)) held.set(session.owner.uid, (held.get(session.owner.uid) ?? 0) + 1)
   return fairOrder(live, held).map((entry, i) => ({...entry, position: i + 1, stalled: silentPeriods(entry, now) >= SKIP_AFTER_PERIODS}))
 }
@@ -125,6 +125,8 @@ export function fairOrder(entries: readonly QueueEntry[], held: ReadonlyMap<numb
 export type WaitProgress = {readonly position: number; readonly waiting: number; readonly want: string; readonly ahead: readonly string[]}
 
 export type WaitOptions<T> = {
+  /** the state directory's trust (the call context's) */
+  readonly trust: StatePolicy
   /** isRoot: not capped (absent: uid 0) */
   readonly who: {readonly uid: number; readonly user: string; readonly isRoot?: boolean}
   readonly want: string
@@ -174,7 +176,7 @@ export async function waitInQueue<T>(stateDir: string, options: WaitOptions<T>):
   try {
     return await pollUntil(
       async () => {
-        const order = listQueue(stateDir)
+        const order = listQueue(stateDir, options.trust)
         const at = order.findIndex((e) => e.id === entry.id)
         if (at < 0) {
           throw new StateError(
@@ -229,7 +231,7 @@ export async function waitInQueue<T>(stateDir: string, options: WaitOptions<T>):
  */
 async function enqueue(stateDir: string, options: WaitOptions<unknown>, retryMs: number): Promise<QueueEntry> {
   const dir = queueDir(stateDir)
-  const mode = statePolicy().sharedFolderMode
+  const mode = options.trust.sharedFolderMode
   settleDir(dir, {create: true}, ({created, chmod}) => {
     if (created) chmod(mode)
   })
@@ -239,7 +241,7 @@ async function enqueue(stateDir: string, options: WaitOptions<unknown>, retryMs:
     stateDir,
     QUEUE_LOCK,
     async () => {
-      const waiting = listQueue(stateDir).filter((e) => e.uid === options.who.uid).length
+      const waiting = listQueue(stateDir, options.trust).filter((e) => e.uid === options.who.uid).length
       if (waiting >= MAX_WAITING_PER_USER) {
         throw new StateError('QUEUE_FULL', `${options.who.user} has ${waiting} requests waiting already, the most one user may`, {
           exit: 4,
@@ -248,7 +250,7 @@ async function enqueue(stateDir: string, options: WaitOptions<unknown>, retryMs:
       }
       return writeEntry(stateDir, options, retryMs)
     },
-    {waitMs: 30_000},
+    {waitMs: 30_000, trust: options.trust},
   )
 }
 

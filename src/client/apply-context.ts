@@ -11,7 +11,8 @@ import {resolveStateDir, type StateDir} from '../apply/state-dir.js'
 import {reapWhatIsDue} from './reap-due.js'
 import {sessionSteps} from '../container/session-steps.js'
 import {HostError} from '../core/errors.js'
-import {type InvokingUser, invokingUser} from '../core/invoking-user.js'
+import type {CallContext} from '../core/call-context.js'
+import type {InvokingUser} from '../core/invoking-user.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {SmiGpuControl} from '../host/gpu-control.js'
 import {checkSmiPrivileges} from '../host/privileges.js'
@@ -20,6 +21,8 @@ import {CANCEL_ON_EOF_ENV} from '../remote/remote-command-line.js'
 import type {CancelToken} from './request-io.js'
 
 export type ApplyContext = {
+  /** who is asking, as the entry point made it */
+  readonly call: CallContext
   readonly stateDir: StateDir
   readonly gpu: SmiGpuControl
   /** what the apply layer's entry points take */
@@ -31,11 +34,11 @@ export type ApplyContext = {
   readonly hostname: string
 }
 
-export async function applyContext(options: {mutates: boolean; reapFirst?: boolean}): Promise<ApplyContext> {
-  const stateDir = resolveStateDir(process.env, homedir())
+export async function applyContext(call: CallContext, options: {mutates: boolean; reapFirst?: boolean}): Promise<ApplyContext> {
+  const stateDir = resolveStateDir(process.env, homedir(), call.policy)
   const executor = new LocalExecutor()
   const smiPath = smiPathFrom(process.env)
-  const user = invokingUser()
+  const user = call.caller
   let sudo = false
   if (options.mutates) {
     const privileges = await checkSmiPrivileges(executor, smiPath, process.getuid?.() ?? null)
@@ -48,10 +51,11 @@ export async function applyContext(options: {mutates: boolean; reapFirst?: boole
     sudo = privileges.mode === 'sudo'
   }
   const gpu = new SmiGpuControl(new Smi(executor, {path: smiPath, sudo}))
-  const deps = {gpu, steps: sessionSteps(), stateDir: stateDir.dir, bootId: readBootId()}
+  const deps = {gpu, steps: sessionSteps(), stateDir: stateDir.dir, bootId: readBootId(), trust: call.policy}
   // (the reaper's own pass, `system reap`, opens the state without a pass of its own first)
-  if (options.mutates && options.reapFirst !== false) await reapWhatIsDue(stateDir.dir, async () => deps)
+  if (options.mutates && options.reapFirst !== false) await reapWhatIsDue(call, stateDir.dir, async () => deps)
   return {
+    call,
     stateDir,
     gpu,
     deps,

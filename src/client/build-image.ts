@@ -5,7 +5,7 @@
 import {DockerRuntime} from '../container/runtime.js'
 import {baseImageFor, buildCosplayImage, defaultImageTag, progressLine} from '../container/cosplay-image.js'
 import {pinImage} from '../container/image-pin.js'
-import {engineBoxConfig} from '../core/box-config.js'
+import type {CallContext} from '../core/call-context.js'
 import {packageRoot} from '../core/package-root.js'
 
 export type BuildResult = {tag: string; base: string; imageId: string | null; version: string; sizeBytes: number | null; addedBytes: number | null}
@@ -19,7 +19,7 @@ export type BuildRequest = {
 }
 
 /** Builds the image; `say` gets what is built on what, then the build's progress a line at a time. */
-export async function buildImage(request: BuildRequest, say: (line: string) => void): Promise<BuildResult> {
+export async function buildImage(call: CallContext, request: BuildRequest, say: (line: string) => void): Promise<BuildResult> {
   const runtime = new DockerRuntime()
   await runtime.ping()
   const base = baseImageFor({base: request.base, cudaTag: request.cudaTag})
@@ -38,7 +38,7 @@ export async function buildImage(request: BuildRequest, say: (line: string) => v
   })
   const [image, baseInfo] = await Promise.all([runtime.inspectImage(built.imageId ?? tag), runtime.inspectImage(base)])
   // the engine's own build is the one `up` trusts under this tag (a tag anyone with Docker access can move)
-  const engine = engineBoxConfig()
+  const engine = call.box
   if (engine && image) pinImage(engine.stateDir, tag, image.id)
   return {
     ...built,

@@ -10,11 +10,13 @@ import {dirname, resolve} from 'node:path'
 import {matchHostModel} from '../catalog/resolve-target.js'
 import type {Catalog, MigProfileBase} from '../catalog/types.js'
 import {noneMissing, type ReadinessCheck} from '../core/check.js'
+import type {CallContext} from '../core/call-context.js'
 import {isCosplayError} from '../core/errors.js'
 import type {RefusedFile} from '../core/json-file.js'
 import {findExecutable} from '../core/find-executable.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {HOST_ENV} from '../core/names.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {checkSmiPrivileges, type SmiPrivileges} from '../host/privileges.js'
 import {findMpsControl, mpsControlPathFrom} from '../host/mps.js'
 import {probeHost} from '../host/probe.js'
@@ -55,7 +57,7 @@ const DOCKER_TIMEOUT_MS = 2000
 const RUNTIME_PROGRAMS = ['nvidia-container-runtime-hook', 'nvidia-ctk', 'nvidia-container-runtime']
 
 /** Every check, and each GPU as plan and up would see it. */
-export async function checkHost(): Promise<DoctorResult> {
+export async function checkHost(call: CallContext): Promise<DoctorResult> {
   const smiPath = findExecutable(smiPathFrom(process.env), process.env)
   const [smi, docker, privileges] = await Promise.all([
     probeSmi(smiPath),
@@ -71,7 +73,7 @@ export async function checkHost(): Promise<DoctorResult> {
     containerRuntimeCheck(process.env),
     privilegesCheck(privileges, smiPath ?? 'nvidia-smi'),
     mpsCheck(),
-    await stateDirCheck(),
+    await stateDirCheck(call.policy),
     await sharedBoxCheck(),
   ]
   return {
@@ -115,7 +117,7 @@ function mpsCheck(): ReadinessCheck {
 }
 
 /** Sessions of a team only see each other through a shared state directory. Reads only: creates nothing. */
-async function stateDirCheck(): Promise<ReadinessCheck> {
+async function stateDirCheck(trust: StatePolicy): Promise<ReadinessCheck> {
   const {findStateDir, SHARED_STATE_DIR} = await import('../apply/state-dir.js')
   const name = 'state directory'
   const dir = findStateDir(process.env, homedir())
@@ -131,7 +133,7 @@ async function stateDirCheck(): Promise<ReadinessCheck> {
   } catch {
     return {name, status: 'missing', detail: `${dir.dir} is not writable for you`, fix}
   }
-  const refused = await refusedStateFiles(dir.dir)
+  const refused = await refusedStateFiles(dir.dir, trust)
   if (refused.length > 0) {
     return {
       name,
@@ -145,10 +147,10 @@ async function stateDirCheck(): Promise<ReadinessCheck> {
 }
 
 /** Files named like a book or a name claim that every command skips rather than follow or trust (a planted symlink...). */
-async function refusedStateFiles(stateDir: string): Promise<RefusedFile[]> {
+async function refusedStateFiles(stateDir: string, trust: StatePolicy): Promise<RefusedFile[]> {
   const [{scanBooks}, {scanClaims}] = await Promise.all([import('../apply/book-store.js'), import('../apply/session-names.js')])
   try {
-    return [...scanBooks(stateDir, {skipCorrupt: true}).refused, ...scanClaims(stateDir).refused]
+    return [...scanBooks(stateDir, trust, {skipCorrupt: true}).refused, ...scanClaims(stateDir, trust).refused]
   } catch {
     return [] // an unreadable folder: the checks above say so
   }

@@ -1,6 +1,7 @@
 /** `down` and `extend`: what a session's owner (or root) does to a session's life, on this box. */
 import type {ClosedSession} from '../apply/tear-down.js'
 import type {ExtendResult} from '../apply/session-clock.js'
+import type {CallContext} from '../core/call-context.js'
 import {InputError} from '../core/errors.js'
 import {escapeControl} from '../core/failure.js'
 import type {Progress} from './request-io.js'
@@ -11,7 +12,11 @@ export type {ExtendResult} from '../apply/session-clock.js'
 export type DownResult = {closed: ClosedSession[]}
 
 /** Ends the named sessions (or, with `all`, every one the caller may end); the owner or root only. */
-export async function endSessions(request: {readonly names: readonly string[]; readonly all: boolean}, progress: Progress | null): Promise<DownResult> {
+export async function endSessions(
+  call: CallContext,
+  request: {readonly names: readonly string[]; readonly all: boolean},
+  progress: Progress | null,
+): Promise<DownResult> {
   const {names, all} = request
   if (names.length === 0 && !all) throw new InputError('NO_SESSION_GIVEN', 'name the sessions to end, or pass --all', {fix: ['gpu-cosplay ps lists them']})
   if (names.length > 0 && all) throw new InputError('BAD_USAGE', 'give session names or --all, not both')
@@ -20,8 +25,8 @@ export async function endSessions(request: {readonly names: readonly string[]; r
     import('../apply/tear-down.js'),
     import('../apply/book-store.js'),
   ])
-  const ctx = await applyContext({mutates: true})
-  const readable = all ? listReadableSessions(ctx.stateDir.dir) : null
+  const ctx = await applyContext(call, {mutates: true})
+  const readable = all ? listReadableSessions(ctx.stateDir.dir, call.policy) : null
   // --all cannot know what a damaged book holds: it ends nothing rather than part of the caller's sessions
   if (readable && readable.damaged.length > 0) throw readable.damaged[0]
   const chosen = readable ? readable.sessions.filter((l) => ctx.isRoot || l.session.owner.uid === ctx.owner.uid).map((l) => l.session.name) : names
@@ -37,13 +42,12 @@ export async function endSessions(request: {readonly names: readonly string[]; r
 }
 
 /** Moves a session's end by `byMs`, within the box's maximum TTL. */
-export async function extendSessionBy(request: {readonly name: string; readonly byMs: number}): Promise<ExtendResult> {
-  const [{sessionPolicyOf}, {engineBoxConfig}, {applyContext}, {extendSession}] = await Promise.all([
+export async function extendSessionBy(call: CallContext, request: {readonly name: string; readonly byMs: number}): Promise<ExtendResult> {
+  const [{sessionPolicyOf}, {applyContext}, {extendSession}] = await Promise.all([
     import('../core/session-policy.js'),
-    import('../core/box-config.js'),
     import('./apply-context.js'),
     import('../apply/session-clock.js'),
   ])
-  const ctx = await applyContext({mutates: false})
-  return extendSession(request.name, request.byMs, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, sessionPolicyOf(engineBoxConfig()), ctx.stateDir.dir)
+  const ctx = await applyContext(call, {mutates: false})
+  return extendSession(request.name, request.byMs, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, sessionPolicyOf(call.box), ctx.stateDir.dir, call.policy)
 }

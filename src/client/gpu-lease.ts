@@ -3,6 +3,7 @@
  * a container (what a Kubernetes DaemonSet or a Slurm prolog calls). Root's alone on a shared box; the command checks.
  */
 import type {HoldOutcome, ReleaseOutcome} from '../apply/lease-hold.js'
+import type {CallContext} from '../core/call-context.js'
 
 export type {HoldOutcome, LeaseState, ReleaseOutcome} from '../apply/lease-hold.js'
 
@@ -17,7 +18,7 @@ export type LeaseHoldRequest = {
  * Takes the holder's lease on that GPU (journaled; Ctrl-C finishes the step, then undoes). The holder and values are
  * checked before the GPU is contacted, the values against the GPU's ranges once it is read.
  */
-export async function holdGpuLease(request: LeaseHoldRequest, say: (line: string) => void): Promise<HoldOutcome> {
+export async function holdGpuLease(call: CallContext, request: LeaseHoldRequest, say: (line: string) => void): Promise<HoldOutcome> {
   const [{applyContext, cancelOnSignals}, {holdLease, assertHoldInput}, {currentCatalog}] = await Promise.all([
     import('./apply-context.js'),
     import('../apply/lease-hold.js'),
@@ -25,7 +26,7 @@ export async function holdGpuLease(request: LeaseHoldRequest, say: (line: string
   ])
   assertHoldInput(request.holder, {clockMHz: request.clockMHz, powerLimitW: request.powerLimitW})
   const catalog = await currentCatalog()
-  const ctx = await applyContext({mutates: true})
+  const ctx = await applyContext(call, {mutates: true})
   const cancel = cancelOnSignals(say)
   try {
     return await holdLease(
@@ -38,9 +39,9 @@ export async function holdGpuLease(request: LeaseHoldRequest, say: (line: string
 }
 
 /** Drops the holder's lease on that GPU; the last holder of a setting restores the value found before the first. */
-export async function releaseGpuLease(request: {readonly hostGpu: number; readonly holder: string}): Promise<ReleaseOutcome> {
+export async function releaseGpuLease(call: CallContext, request: {readonly hostGpu: number; readonly holder: string}): Promise<ReleaseOutcome> {
   const [{applyContext}, {releaseLease, assertHolder}] = await Promise.all([import('./apply-context.js'), import('../apply/lease-hold.js')])
   assertHolder(request.holder)
-  const ctx = await applyContext({mutates: true})
+  const ctx = await applyContext(call, {mutates: true})
   return releaseLease({hostGpu: request.hostGpu, holder: request.holder}, {uid: ctx.owner.uid, isRoot: ctx.isRoot}, ctx.deps)
 }

@@ -3,6 +3,8 @@ import {homedir} from 'node:os'
 import {resolveHostModel, resolveTarget} from '../catalog/resolve-target.js'
 import type {Catalog, Target} from '../catalog/types.js'
 import {HostError} from '../core/errors.js'
+import type {CallContext} from '../core/call-context.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import type {ExportOptions} from '../export/export-plan.js'
 import {pickGpu} from '../host/pick-gpu.js'
 import {probeHost} from '../host/probe.js'
@@ -33,11 +35,20 @@ export type PlanResult = Plan & {achievable: Achievable}
  * `plan GPU`: the plan with what this host achieves (its calibration), and with `exportAs` the plan rendered for a
  * cluster (mig-parted, Kubernetes or Slurm).
  */
-export async function planTarget(gpu: string, request: PlanRequest, exportAs?: ExportOptions): Promise<{plan: PlanResult; exported: string | null}> {
+export async function planTarget(
+  call: CallContext,
+  gpu: string,
+  request: PlanRequest,
+  exportAs?: ExportOptions,
+): Promise<{plan: PlanResult; exported: string | null}> {
   const catalog = await currentCatalog()
   const target = resolveTarget(catalog, gpu)
   // A cluster runs no per-session MPS daemon of ours: exports shape with MIG and GPU-wide leases.
-  const {plan: cosplay, host, calibration} = await planFor(catalog, target, exportAs ? {...request, mpsAvailable: false} : request, () => localSmi())
+  const {
+    plan: cosplay,
+    host,
+    calibration,
+  } = await planFor(catalog, target, exportAs ? {...request, mpsAvailable: false} : request, () => localSmi(), call.policy)
   const plan: PlanResult = {...cosplay, achievable: achievableFor(cosplay, calibration, target.reference)}
   if (!exportAs) return {plan, exported: null}
   // js-yaml and the renderers load only for -o: plain `plan` stays at oclif's start-up cost.
@@ -55,6 +66,8 @@ export async function planFor(
   target: Target,
   request: PlanRequest,
   smi: () => Smi,
+  /** whose files in the state directory are read (the call context's) */
+  trust: StatePolicy,
 ): Promise<{plan: Plan; host: PlanHost; probe: HostProbe | null; calibration: CalibrationLookup}> {
   const count = request.count ?? 1
   if (request.on !== undefined) {
@@ -69,7 +82,7 @@ export async function planFor(
   const probe = await probeOrExplain(smi())
   // --count N without --host-gpu may use every GPU of the box; otherwise the one asked (default 0)
   const indexes = count > 1 && request.hostGpu === undefined ? probe.gpus.map((g) => g.index) : [pickGpu(probe, request.hostGpu ?? 0).index]
-  const hosts = await Promise.all(indexes.map((index) => probedHost(catalog, probe, index, request)))
+  const hosts = await Promise.all(indexes.map((index) => probedHost(catalog, probe, index, request, trust)))
   const first = hosts[0]
   if (count > 1) {
     const {planRanks} = await import('../plan/plan-ranks.js')
@@ -82,12 +95,18 @@ export async function planFor(
 }
 
 /** A probed GPU as the planner sees it: its calibration, and the GPU-wide values other sessions hold on it. */
-async function probedHost(catalog: Catalog, probe: HostProbe, index: number, request: PlanRequest): Promise<RankHost & {calibration: CalibrationLookup}> {
+async function probedHost(
+  catalog: Catalog,
+  probe: HostProbe,
+  index: number,
+  request: PlanRequest,
+  trust: StatePolicy,
+): Promise<RankHost & {calibration: CalibrationLookup}> {
   const gpu = pickGpu(probe, index)
   const model = hostModelFor(catalog, gpu)
   // the probed GPU's calibration moves the host's measured rates (reading it loads zod: only here, never for --on)
   const [{findMpsControl}, {planCalibration}] = await Promise.all([import('../host/mps.js'), import('./plan-calibration.js')])
-  const calibration = planCalibration(model.key, probe)
+  const calibration = planCalibration(model.key, probe, trust)
   const host = planHostFromProbe(gpu, model, {
     mpsAvailable: request.mpsAvailable ?? findMpsControl(process.env) !== null,
     calibration:
@@ -99,7 +118,7 @@ async function probedHost(catalog: Catalog, probe: HostProbe, index: number, req
     import('../core/state-layout.js'),
   ])
   const stateDir = findStateDir(process.env, homedir())
-  const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid)) : null
+  const book = stateDir ? readBook(bookPath(stateDir.dir, gpu.uuid), trust) : null
   return {host, held: book ? heldSettings(book) : {holders: []}, calibration}
 }
 

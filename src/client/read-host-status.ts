@@ -7,7 +7,7 @@ import {scanClaims} from '../apply/session-names.js'
 import {isLeaseSession} from '../apply/gpu-book.js'
 import {clockOf, type IdleSession, idleSessions} from '../apply/session-clock.js'
 import {listQueue, type QueuedRequest} from '../apply/wait-queue.js'
-import {engineBoxConfig} from '../core/box-config.js'
+import type {CallContext} from '../core/call-context.js'
 import {sessionPolicyOf} from '../core/session-policy.js'
 import {reapWhatIsDue} from './reap-due.js'
 import type {ContainerState, ContainerStates} from '../container/container-states.js'
@@ -67,13 +67,15 @@ export type StatusResult = HostView | {hosts: Array<HostView & {host: string}>}
  * Books, one probe and one Docker listing. Without nvidia-smi or Docker the records are still shown. Without
  * `orphans` (ps) Docker is asked only when a session has a container: loading its client costs ~150 ms.
  */
-export async function readHostStatus(options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
+export async function readHostStatus(call: CallContext, options: {readonly orphans: boolean} = {orphans: true}): Promise<HostView> {
   const stateDir = stateDirToRead(process.env, homedir())
-  await reapWhatIsDue(stateDir.dir, async () => (await import('./apply-context.js')).applyContext({mutates: true, reapFirst: false}).then((c) => c.deps))
+  await reapWhatIsDue(call, stateDir.dir, async () =>
+    (await import('./apply-context.js')).applyContext(call, {mutates: true, reapFirst: false}).then((c) => c.deps),
+  )
   let probeFailure: Failure | undefined
-  const scan = scanBooks(stateDir.dir)
+  const scan = scanBooks(stateDir.dir, call.policy)
   const books = scan.books.map((b) => b.book)
-  const refusedFiles = [...scan.refused, ...scanClaims(stateDir.dir).refused]
+  const refusedFiles = [...scan.refused, ...scanClaims(stateDir.dir, call.policy).refused]
   const recorded = books.flatMap((book) => Object.values(book.sessions))
   const askDocker = options.orphans || recorded.some((s) => s.container)
   const [probe, containers] = await Promise.all([
@@ -116,12 +118,12 @@ export async function readHostStatus(options: {readonly orphans: boolean} = {orp
         .map(([session, c]) => ({...c, session})),
     },
     refusedFiles,
-    queue: listQueue(stateDir.dir),
-    idle: idleSessions(stateDir.dir, sessionPolicyOf(engineBoxConfig())),
+    queue: listQueue(stateDir.dir, call.policy),
+    idle: idleSessions(stateDir.dir, call.policy, sessionPolicyOf(call.box)),
   }
 }
 
 /** `ps --queue`: the requests waiting for a slice, in the order they will be served. Reads only. */
-export function readQueue(): QueuedRequest[] {
-  return listQueue(stateDirToRead(process.env, homedir()).dir)
+export function readQueue(call: CallContext): QueuedRequest[] {
+  return listQueue(stateDirToRead(process.env, homedir()).dir, call.policy)
 }

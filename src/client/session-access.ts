@@ -5,7 +5,7 @@
 import {homedir} from 'node:os'
 import type {Readable, Writable} from 'node:stream'
 
-import {resolveStateDir, statePolicy} from '../apply/state-dir.js'
+import {resolveStateDir} from '../apply/state-dir.js'
 import {isPublicKeyLine} from '../container/connect-hints.js'
 import type {SessionRecord} from '../apply/gpu-book.js'
 import {pickSession} from '../apply/pick-session.js'
@@ -15,8 +15,7 @@ import {execUserOf, type SessionContainer, sessionContainer} from '../container/
 import {readSessionEnvFile} from '../container/session-env-file.js'
 import {loadOrCreateSshIdentity, type SshIdentity} from '../container/ssh-keys.js'
 import {ContainerError, InputError} from '../core/errors.js'
-import {actsForCaller} from '../core/box-config.js'
-import {invokingUser} from '../core/invoking-user.js'
+import type {CallContext} from '../core/call-context.js'
 import {sessionEnvFileOf, userDirOf} from '../core/state-layout.js'
 import type {RequestIo} from './request-io.js'
 
@@ -26,19 +25,25 @@ export type SessionAccess = {
   readonly container: SessionContainer
   readonly stateDir: string
   readonly uid: number
+  /** who asked for it */
+  readonly call: CallContext
 }
 
 /** The session's container; no GPU privileges needed. */
-export function accessSession(name: string | undefined): SessionAccess {
-  const stateDir = resolveStateDir(process.env, homedir()).dir
-  const user = invokingUser()
-  const session = pickSession(stateDir, name, {uid: user.uid, isRoot: user.isRoot})
-  return {session, container: sessionContainer(session), stateDir, uid: session.owner.uid}
+export function accessSession(call: CallContext, name: string | undefined): SessionAccess {
+  const stateDir = resolveStateDir(process.env, homedir(), call.policy).dir
+  const user = call.caller
+  const session = pickSession(stateDir, call.policy, name, {uid: user.uid, isRoot: user.isRoot})
+  return {session, container: sessionContainer(session), stateDir, uid: session.owner.uid, call}
 }
 
 export function identityFor(access: SessionAccess): Promise<SshIdentity> {
   // the engine logs in with the key up authorised for it (root's, in the caller's folder), never root's own ~/.ssh
-  return loadOrCreateSshIdentity({userDir: userDirOf(access.stateDir, access.uid), ...(actsForCaller() ? {homeDir: null} : {})})
+  return loadOrCreateSshIdentity({
+    userDir: userDirOf(access.stateDir, access.uid),
+    trust: access.call.policy,
+    ...(access.call.actsForCaller ? {homeDir: null} : {}),
+  })
 }
 
 /**
@@ -105,7 +110,7 @@ export async function execInSession(
   argv: readonly string[],
   io: {stdin?: Readable; stdout: Writable; stderr: Writable; tty: boolean; terminal: RequestIo['terminal']},
 ): Promise<number> {
-  const env = readSessionEnvFile(sessionEnvFileOf(access.stateDir, access.session.owner.uid, access.session.name), statePolicy().trustedOwner)
+  const env = readSessionEnvFile(sessionEnvFileOf(access.stateDir, access.session.owner.uid, access.session.name), access.call.policy.trustedOwner)
   const runtime = new DockerRuntime()
   const {tty, terminal} = io
   let stopFollowing: (() => void) | null = null
@@ -139,7 +144,7 @@ export type SessionReach = {
   workspace: string | null
 }
 
-export function sessionReach(name: string | null): SessionReach {
-  const c = accessSession(name ?? undefined).container
+export function sessionReach(call: CallContext, name: string | null): SessionReach {
+  const c = accessSession(call, name ?? undefined).container
   return {session: c.session, sshHost: c.sshHost, sshPort: c.sshPort, user: c.user, hostKey: c.hostKey ?? null, workspace: c.workspace}
 }

@@ -5,6 +5,7 @@
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
+import type {CallContext} from '../core/call-context.js'
 import {ContainerError} from '../core/errors.js'
 
 export type SshConfigResult = {
@@ -25,10 +26,10 @@ export type SshConfigResult = {
 }
 
 /** A session of this box: its sshd, the host key up recorded (or, asked by a client, the one it presents after authorising the key). */
-export async function sshConfigHere(name: string | undefined, install: boolean, authorizeKey: string | undefined): Promise<SshConfigResult> {
+export async function sshConfigHere(call: CallContext, name: string | undefined, install: boolean, authorizeKey: string | undefined): Promise<SshConfigResult> {
   const [{accessSession, assertPublicKeyLine, authorizeKeyInSession, identityFor, sessionHostKey}, {sessionAlias, sshConfigEntry}, {writeSessionKnownHosts}] =
     await Promise.all([import('./session-access.js'), import('../container/connect-hints.js'), import('./session-known-hosts.js')])
-  const access = accessSession(name)
+  const access = accessSession(call, name)
   const c = access.container
   if (c.sshPort === null || c.sshHost === null) {
     throw new ContainerError('NO_SSHD', `session "${c.session}" runs an image without sshd`, {

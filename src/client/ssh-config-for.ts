@@ -2,6 +2,7 @@
  * `ssh-config`: a Host entry for a session, by its route: on a --host box (through it, ProxyJump), in this box's
  * engine for a member of a shared box, or here. Each route loads its own client only: ssh2 for a box, dockerode here.
  */
+import type {CallContext} from '../core/call-context.js'
 import type {SshConfigResult} from './session-ssh-config.js'
 
 export type SshConfigRequest = {
@@ -14,10 +15,10 @@ export type SshConfigRequest = {
   readonly version: string
 }
 
-export async function sshConfigFor(request: SshConfigRequest): Promise<SshConfigResult> {
+export async function sshConfigFor(call: CallContext, request: SshConfigRequest): Promise<SshConfigResult> {
   const {host, name, install} = request
   if (host?.trim()) return (await import('./session-on-host.js')).sshConfigOnHost({spec: host, name, install, version: request.version})
   const box = (await import('../system/engine-client.js')).memberOfBox()
   if (box) return (await import('./session-on-host.js')).sshConfigOnThisBox(box, {name, install, authorizeKey: request.authorizeKey})
-  return (await import('./session-ssh-config.js')).sshConfigHere(name, install, request.authorizeKey)
+  return (await import('./session-ssh-config.js')).sshConfigHere(call, name, install, request.authorizeKey)
 }

@@ -11,10 +11,10 @@ import type {LaunchedSession} from '../container/launch-session.js'
 import type {ContainerLimits} from '../container/container-limits.js'
 import type {PinnedMounts} from '../container/pin-mounts.js'
 import type {PrepareInput} from '../container/prepare-container.js'
-import {actsForCaller, engineBoxConfig} from '../core/box-config.js'
+import type {BoxConfig} from '../core/box-config.js'
+import type {CallContext} from '../core/call-context.js'
 import {StateError} from '../core/errors.js'
 import {assertImageRef} from '../core/image-ref.js'
-import {invokingUser} from '../core/invoking-user.js'
 import type {ContainerRequest} from '../system/engine-protocol.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {packageRoot} from '../core/package-root.js'
@@ -66,15 +66,20 @@ export type Launched = LaunchedSession & {readonly keyOwner: PrepareInput['keyOw
  * rights, sshd stays on loopback, and the keys authorised are the ones their client sent; root's own and a sandbox
  * user's request is taken as given.
  */
-export async function containerInputFor(request: ContainerRequest, target: Target, version: string): Promise<Omit<PrepareInput, 'stateDir'>> {
+export async function containerInputFor(
+  call: CallContext,
+  request: ContainerRequest,
+  target: Target,
+  version: string,
+): Promise<Omit<PrepareInput, 'stateDir'>> {
   const [{assertContainerSudoAllowed}, {parseBindAddress, parseWorkspace}] = await Promise.all([
     import('../container/container-privileges.js'),
     import('../container/container-flags.js'),
   ])
-  const user = invokingUser()
-  const forMember = actsForCaller() && !user.isRoot
+  const user = call.caller
+  const forMember = call.actsForCaller && !user.isRoot
   // a member's container may get sudo only where the box allows it; root's own always may
-  if (request.sudo) assertContainerSudoAllowed(forMember ? engineBoxConfig() : null)
+  if (request.sudo) assertContainerSudoAllowed(forMember ? call.box : null)
   if (request.image !== null) assertImageRef(request.image, '--image')
   const sshBind = parseBindAddress(request.sshBind)
   if (forMember && !isLoopbackAddress(sshBind)) {
@@ -86,13 +91,13 @@ export async function containerInputFor(request: ContainerRequest, target: Targe
   const volumes = request.volumes.map((v) => [v.source, v.target, ...(v.readOnly ? ['ro'] : [])].join(':'))
   const asked = {workspace: request.workspace, volumes}
   // the engine acting for a member: what is mounted, the caller's own rights decide; the box's limits apply
-  const member = forMember ? await callerView(user, asked, request.shmSizeBytes) : null
+  const member = forMember ? await callerView(call.box!, user, asked, request.shmSizeBytes) : null
   const mounts = member ?? {workspace: parseWorkspace(request.workspace, '/'), volumes}
   return {
     // the keys the member's client made and read on their side: root reads nothing in their home
     ...(member ? {callerPublicKeys: request.publicKeys, pinned: member.pinned, limits: member.limits} : {}),
     sudo: request.sudo,
-    inEngine: engineBoxConfig() !== null,
+    inEngine: call.box !== null,
     imageRef: request.image,
     version,
     packageRoot: packageRoot(),
@@ -122,6 +127,7 @@ export function isLoopbackAddress(address: string): boolean {
  * (pin-mounts.ts): what is mounted is what was checked, also after a --wait.
  */
 async function callerView(
+  box: BoxConfig,
   caller: {uid: number; gid: number; user: string},
   asked: {workspace: string; volumes: string[]},
   shmSizeBytes: number | null,
@@ -132,7 +138,7 @@ async function callerView(
     import('../container/container-flags.js'),
     import('../container/container-limits.js'),
   ])
-  const limits = memberContainerLimits(engineBoxConfig()!, shmSizeBytes)
+  const limits = memberContainerLimits(box, shmSizeBytes)
   const executor = new LocalExecutor()
   const mounts = await resolveMountsAsCaller(asked, caller, executor)
   const pinned = await pinMounts({workspace: mounts.workspace, volumes: mounts.volumes.map(parseVolumeSpec)}, caller, {executor})
@@ -152,7 +158,7 @@ export function buildProgress(say: (line: string) => void): Pick<PrepareInput, '
 }
 
 /** What the result says of the container: its image, the pinned sshd host key, how to connect. */
-export async function upContainer({container: c, prepared, keyOwner}: Launched, startedAt: number): Promise<UpContainer> {
+export async function upContainer(call: CallContext, {container: c, prepared, keyOwner}: Launched, startedAt: number): Promise<UpContainer> {
   const [{connectHints, sessionAlias}, {writeSessionKnownHosts}] = await Promise.all([
     import('../container/connect-hints.js'),
     import('./session-known-hosts.js'),
@@ -162,7 +168,8 @@ export async function upContainer({container: c, prepared, keyOwner}: Launched, 
   const owner = process.getuid?.() === 0 && keyOwner.uid !== 0 ? keyOwner : undefined
   const hostKey = c.hostKey ?? null
   // the engine acting for a member writes nothing in their home: ssh-config, run as them, pins the key there
-  const knownHostsFile = hostKey === null || actsForCaller() ? null : writeSessionKnownHosts(join(homedir(), '.ssh'), sessionAlias(c.session), hostKey, owner)
+  const knownHostsFile =
+    hostKey === null || call.actsForCaller ? null : writeSessionKnownHosts(join(homedir(), '.ssh'), sessionAlias(c.session), hostKey, owner)
   return {
     id: c.id,
     name: c.name,

@@ -8,7 +8,7 @@ import type * as GpuBookModule from '../apply/gpu-book.js'
 import {resolveTarget} from '../catalog/resolve-target.js'
 import type {Target} from '../catalog/types.js'
 import type {LaunchedSession} from '../container/launch-session.js'
-import {invokingUser, requireRootOnSharedBox} from '../core/invoking-user.js'
+import {type CallContext, requireRootOnSharedBox} from '../core/call-context.js'
 import {CONTAINER_MPS_DIRS, containerRankMpsDirs} from '../core/names.js'
 import type {Objective, Plan} from '../plan/types.js'
 import type {Placement, PlanFlags} from './choose-host.js'
@@ -57,26 +57,26 @@ export type UpFlags = PlanFlags &
 
 /**
  * Brings a session up on this box's GPU, with a container unless the request has none: in this process, or in the
- * engine for a member (the same function; the caller is the process's invoking user either way).
+ * engine for a member (the same function; the caller is the call context's either way).
  */
-export async function upSession(request: RequestOf<'up'>, io: RequestIo, version: string): Promise<UpResult> {
+export async function upSession(call: CallContext, request: RequestOf<'up'>, io: RequestIo, version: string): Promise<UpResult> {
   const catalog = await currentCatalog()
   const target = resolveTarget(catalog, request.target)
   // Checks before Docker or the GPU is contacted.
   if (request.name !== null) {
     const {assertNameNotReserved, assertSessionName} = await import('../apply/session-names.js')
-    const caller = invokingUser()
+    const caller = call.caller
     assertSessionName(request.name)
     // before a --wait: a name that is another user's is refused at once, not at the first try
     assertNameNotReserved(request.name, {uid: caller.uid, user: caller.user, isRoot: caller.isRoot})
   }
   // on a shared box a member's session may not bind every tenant's clock or power, nor a privileged host port
-  if (request.lockClock) requireRootOnSharedBox('up --lock-clock', "locks the clock of every tenant's GPU")
-  if (request.capPower) requireRootOnSharedBox('up --cap-power', "caps the power of every tenant's GPU")
+  if (request.lockClock) requireRootOnSharedBox(call, 'up --lock-clock', "locks the clock of every tenant's GPU")
+  if (request.capPower) requireRootOnSharedBox(call, 'up --cap-power', "caps the power of every tenant's GPU")
   const sshPort = request.container?.sshPort ?? null
-  if (sshPort !== null && sshPort < 1024) requireRootOnSharedBox(`up --ssh-port ${sshPort}`, 'takes a privileged port of the host')
-  const fair = await fairShareOf(request)
-  const containerInput = request.container === null ? null : await containerInputFor(request.container, target, version)
+  if (sshPort !== null && sshPort < 1024) requireRootOnSharedBox(call, `up --ssh-port ${sshPort}`, 'takes a privileged port of the host')
+  const fair = await fairShareOf(call, request)
+  const containerInput = request.container === null ? null : await containerInputFor(call, request.container, target, version)
   // The first look at the GPUs (`-L`, read-only), started by bin/run.js before oclif loaded, or now.
   const firstListing = (await import('./first-listing.js')).firstListing()
   const [{applyContext}, {bringUp}, {findMpsControl}] = await Promise.all([
@@ -84,7 +84,7 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
     import('../apply/bring-up.js'),
     import('../host/mps.js'),
   ])
-  const ctx = await applyContext({mutates: true})
+  const ctx = await applyContext(call, {mutates: true})
   const progress = io.progress
   const say = (message: string) => progress?.say(message)
   const startedAt = Date.now()
@@ -124,13 +124,14 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
       active = await bringUp(upRequest, deps)
     }
     progress?.stop(launched ? `${Date.now() - startedAt} ms` : 'done')
-    return await upResult(active, target, launched && {...launched, keyOwner: containerInput!.keyOwner}, startedAt)
+    return await upResult(call, active, target, launched && {...launched, keyOwner: containerInput!.keyOwner}, startedAt)
   }
   try {
     if (!request.wait) return await attempt()
     const {waitInQueue} = await import('../apply/wait-queue.js')
     // Ctrl-C while waiting leaves the queue; nothing was changed yet
     return await waitInQueue(ctx.stateDir.dir, {
+      trust: call.policy,
       who: {...ctx.owner, isRoot: ctx.isRoot},
       want: `${request.count ? `${request.count} x ` : ''}${target.name} on ${where}`,
       name: request.name,
@@ -151,14 +152,10 @@ export async function upSession(request: RequestOf<'up'>, io: RequestIo, version
  * The box's fair-share rules for this up: its end (the asked TTL, else the box's default), how long --wait may wait,
  * and the owner's quota.
  */
-async function fairShareOf(request: RequestOf<'up'>) {
-  const [{engineBoxConfig}, {quotaFor, sessionTtlMs, sessionPolicyOf}, {groupNamesOf}] = await Promise.all([
-    import('../core/box-config.js'),
-    import('../core/session-policy.js'),
-    import('../core/user-groups.js'),
-  ])
-  const config = engineBoxConfig()
-  const user = invokingUser()
+async function fairShareOf(call: CallContext, request: RequestOf<'up'>) {
+  const [{quotaFor, sessionTtlMs, sessionPolicyOf}, {groupNamesOf}] = await Promise.all([import('../core/session-policy.js'), import('../core/user-groups.js')])
+  const config = call.box
+  const user = call.caller
   return {
     ttlMs: sessionTtlMs(request.ttlMs, sessionPolicyOf(config), user.isRoot),
     timeoutMs: request.timeoutMs ?? undefined,
@@ -167,7 +164,7 @@ async function fairShareOf(request: RequestOf<'up'>) {
 }
 
 /** The session as --json prints it: the slice, the settings it holds, what a workload needs, the container. */
-async function upResult(active: ActiveSession, target: Target, launched: Launched | null, startedAt: number): Promise<UpResult> {
+async function upResult(call: CallContext, active: ActiveSession, target: Target, launched: Launched | null, startedAt: number): Promise<UpResult> {
   const [{costumeEnv, ranksEnv}, {rolledBackNotes}] = await Promise.all([import('../plan/costume-env.js'), import('../apply/book-store.js')])
   const device = active.session.mig?.uuid ?? active.gpuUuid
   const ranks = active.plan.ranks ? ranksOf(active, launched !== null, await import('../apply/gpu-book.js')) : null
@@ -205,7 +202,7 @@ async function upResult(active: ActiveSession, target: Target, launched: Launche
     plan: active.plan,
     warnings: [...active.plan.warnings],
     notes: [...active.notes, ...rolledBackNotes(active.recovered)],
-    container: launched && (await upContainer(launched, startedAt)),
+    container: launched && (await upContainer(call, launched, startedAt)),
   }
 }
 

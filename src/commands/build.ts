@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import type {BuildResult} from '../client/build-image.js'
-import {requireRootOnSharedBox} from '../core/invoking-user.js'
+import {requireRootOnSharedBox} from '../core/call-context.js'
 import {renderBuild} from '../render/render-build.js'
 import {BaseCommand} from '../shell/base-command.js'
 
@@ -24,11 +24,12 @@ The default base is pulled from Docker Hub the first time. Without network acces
 
   async run(): Promise<BuildResult> {
     const {flags} = await this.parse(Build)
-    requireRootOnSharedBox('build', 'replaces the image every session on this box runs')
+    const call = await this.callContext()
+    requireRootOnSharedBox(call, 'build', 'replaces the image every session on this box runs')
     const {buildImage} = await import('../client/build-image.js')
     const quiet = this.jsonEnabled()
     const request = {base: flags.base, cudaTag: flags['cuda-tag'], tag: flags.tag, noCache: flags['no-cache'], version: this.config.version}
-    const result = await buildImage(request, (line) => quiet || this.logToStderr(line))
+    const result = await buildImage(call, request, (line) => quiet || this.logToStderr(line))
     if (!quiet) this.log(renderBuild(result))
     return result
   }

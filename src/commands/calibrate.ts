@@ -1,7 +1,7 @@
 import {Flags, ux} from '@oclif/core'
 
 import type {CalibrateResult} from '../measure/calibrate-host.js'
-import {requireRootOnSharedBox} from '../core/invoking-user.js'
+import {requireRootOnSharedBox} from '../core/call-context.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {renderCalibrate} from '../render/render-calibrate.js'
 
@@ -15,14 +15,15 @@ export default class Calibrate extends BaseCommand {
 
   async run(): Promise<CalibrateResult> {
     const {flags} = await this.parse(Calibrate)
-    requireRootOnSharedBox('calibrate', 'sets the achievable figures every plan on this box is held to')
+    const call = await this.callContext()
+    requireRootOnSharedBox(call, 'calibrate', 'sets the achievable figures every plan on this box is held to')
     const index = flags['host-gpu'] ?? 0
     const {calibrateHost} = await import('../measure/calibrate-host.js')
     const quiet = this.jsonEnabled()
     if (!quiet) ux.action.start(`Measuring GPU ${index} (about 10-30 s)`)
     let result: CalibrateResult
     try {
-      result = await calibrateHost(index, new Date())
+      result = await calibrateHost(call, index, new Date())
     } catch (error) {
       if (!quiet) ux.action.stop('failed')
       throw error

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {InputError} from '../core/errors.js'
-import {requireRootOnSharedBox} from '../core/invoking-user.js'
+import {requireRootOnSharedBox} from '../core/call-context.js'
 import {BaseCommand} from '../shell/base-command.js'
 
 export type MetricsResult = {url: string}
@@ -25,8 +25,9 @@ It listens on loopback unless --listen names another address. Stop it with Ctrl-
     const {flags} = await this.parse(Metrics)
     const {host, port} = parseListen(flags.listen)
     // a member serves as themselves; the box's state comes from the engine, and stays on this machine's loopback
-    if (!isLoopback(host)) requireRootOnSharedBox(`metrics --listen ${flags.listen}`, 'serves the box to the network')
-    if (port !== 0 && port < 1024) requireRootOnSharedBox(`metrics --listen ${flags.listen}`, 'takes a privileged port of the host')
+    const call = await this.callContext()
+    if (!isLoopback(host)) requireRootOnSharedBox(call, `metrics --listen ${flags.listen}`, 'serves the box to the network')
+    if (port !== 0 && port < 1024) requireRootOnSharedBox(call, `metrics --listen ${flags.listen}`, 'takes a privileged port of the host')
     const [{serveMetrics}, {perform}] = await Promise.all([import('../measure/metrics-server.js'), import('../engine/perform.js')])
     const version = this.config.version
     const server = await serveMetrics(host, port, () => perform({op: 'status', orphans: false}, {progress: null}, version))

@@ -90,7 +90,7 @@ export default class Plan extends BaseCommand {
           nodeName: flags.node,
         }
       : undefined
-    const {plan, exported} = await planTarget(args.gpu, request, exportAs)
+    const {plan, exported} = await planTarget(await this.callContext(), args.gpu, request, exportAs)
     if (exported === null) {
       if (!this.jsonEnabled()) this.log(renderPlan(plan))
     } else if (flags.out) await writeFile(flags.out, exported)

@@ -2,7 +2,7 @@ import {Flags, ux} from '@oclif/core'
 
 import type {ResetResult} from '../client/force-reset.js'
 import {InputError} from '../core/errors.js'
-import {requireRootOnSharedBox} from '../core/invoking-user.js'
+import {requireRootOnSharedBox} from '../core/call-context.js'
 import {BaseCommand} from '../shell/base-command.js'
 import {hostGpuFlag} from '../shell/host-flag.js'
 import {renderReset} from '../render/render-reset.js'
@@ -22,7 +22,8 @@ With no usable record (none, or a damaged journal, which is moved aside), clocks
 
   async run(): Promise<ResetCommandResult> {
     const {flags} = await this.parse(Reset)
-    requireRootOnSharedBox('reset', "ends every user's sessions on a GPU")
+    const call = await this.callContext()
+    requireRootOnSharedBox(call, 'reset', "ends every user's sessions on a GPU")
     if (!flags.yes) {
       throw new InputError('CONFIRMATION_REQUIRED', `reset ends every session on GPU ${flags['host-gpu']} and restores its settings`, {
         fix: [`see what would end: gpu-cosplay status`, `then: gpu-cosplay reset --host-gpu ${flags['host-gpu']} --yes`],
@@ -30,7 +31,7 @@ With no usable record (none, or a damaged journal, which is moved aside), clocks
     }
     const {forceReset} = await import('../client/force-reset.js')
     const spinner = this.jsonEnabled() ? null : {start: (a: string) => ux.action.start(a), stop: (o: string) => ux.action.stop(o)}
-    const result = await forceReset(flags['host-gpu'], spinner)
+    const result = await forceReset(call, flags['host-gpu'], spinner)
     if (!this.jsonEnabled()) this.log(renderReset(result))
     return result
   }

@@ -28,7 +28,7 @@ With --host the session is on a GPU box and the entry, named gpu-cosplay-BOX-NAM
   async run(): Promise<SshConfigResult> {
     const {args, flags} = await this.parse(SshConfig)
     const {sshConfigFor} = await import('../client/ssh-config-for.js')
-    const result = await sshConfigFor({
+    const result = await sshConfigFor(await this.callContext(), {
       host: flags.host,
       name: args.name,
       install: flags.install,

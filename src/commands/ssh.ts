@@ -64,7 +64,7 @@ With --host the session is on a GPU box: the box adds this machine's key (~/.ssh
       }
     }
     const {accessSession, identityFor, loginToSession} = await import('../client/session-access.js')
-    const access = accessSession(name)
+    const access = accessSession(await this.callContext(), name)
     const c = access.container
     if (c.sshPort === null || c.sshHost === null) return viaExec(c.session)
     const ssh = await loginToSession(access, await identityFor(access))

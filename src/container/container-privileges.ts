@@ -41,7 +41,7 @@ export type PrivilegeRequest = {
   readonly sudo: boolean
   /** the cosplay image (ours) rather than a user's own (--image) */
   readonly isCosplayImage: boolean
-  /** this process is the engine acting for a caller (isEngine()) */
+  /** this process is the engine acting for a caller (the call context's box is set) */
   readonly inEngine: boolean
   readonly owner: {readonly uid: number; readonly gid: number}
 }

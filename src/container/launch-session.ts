@@ -82,7 +82,7 @@ export async function launchSession(
     // 4: every later login to this session accepts this key and no other
     if (hostKey !== null) {
       active.session.container!.hostKey = hostKey
-      await amendSession(deps.stateDir, active.gpuUuid, active.name, (s) => {
+      await amendSession(deps.stateDir, deps.trust, active.gpuUuid, active.name, (s) => {
         if (s.container?.id === launched.id) s.container.hostKey = hostKey
       })
     }

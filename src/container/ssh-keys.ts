@@ -11,6 +11,7 @@ import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {ensurePrivateDir, ensureSharedDir} from '../apply/state-dir.js'
 import {CosplayError, ContainerError} from '../core/errors.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {readTextIfExists, writeTextAtomic} from '../core/json-file.js'
 import {isUsableWithoutPassphrase, newEd25519Pair} from '../core/ssh-connection.js'
 import {userSshDir, userSshKeyPath} from '../core/state-layout.js'
@@ -35,6 +36,8 @@ export type SshKeyOptions = {
   comment?: string
   /** when running as root on someone's behalf (sudo): the folders and keys we create become theirs */
   owner?: {uid: number; gid: number}
+  /** the state directory's trust (the call context's): in the engine users/ is root's */
+  trust: StatePolicy
 }
 
 export type KeyPair = {
@@ -90,17 +93,17 @@ export async function loadOrCreateSshIdentity(options: SshKeyOptions): Promise<S
   const shared = dirname(options.userDir)
   const owner = options.owner ?? {uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0}
   try {
-    ensureSharedDir(shared, {create: false})
+    ensureSharedDir(shared, options.trust, {create: false})
     const {privateKey, publicKey} = loadOrCreateKeyPair(path, {
       comment: options.comment ?? 'gpu-cosplay',
       owner: options.owner,
       beforeCreate: () => {
-        ensureSharedDir(shared)
-        ensurePrivateDir(options.userDir, owner)
-        ensurePrivateDir(dir, owner)
+        ensureSharedDir(shared, options.trust)
+        ensurePrivateDir(options.userDir, owner, options.trust)
+        ensurePrivateDir(dir, owner, options.trust)
       },
     })
-    ensurePrivateDir(dir, owner) // settled on the open folder (an older one may be looser)
+    ensurePrivateDir(dir, owner, options.trust) // settled on the open folder (an older one may be looser)
     const authorizedKeys = unique([publicKey, ...(userPublic ? [userPublic] : []), ...extra])
     return {privateKey, privateKeyPath: path, publicKey, source: 'generated', authorizedKeys}
   } catch (error) {

@@ -74,35 +74,6 @@ export type BoxQuotas = QuotaLimits & {
   readonly users?: Readonly<Record<string, QuotaLimits>>
 }
 
-let engineConfig: BoxConfig | null = null
-
-/**
- * bin/run.js's engine route hands over the configuration it read and checked (read-box-config.ts), so that the rest
- * of the CLI knows it is the engine without loading a YAML parser and a schema at every start.
- */
-export function adoptEngineConfig(config: BoxConfig): void {
-  engineConfig = config
-}
-
-/**
- * The configuration when this process is the engine: root, started through the installed entry point (or root at a
- * shell of an installed box). Null for everyone else (a user's own sandbox, root without an installation).
- */
-export function engineBoxConfig(env: Readonly<Record<string, string | undefined>> = process.env): BoxConfig | null {
-  const mark = env[ENGINE_ENV]
-  return process.getuid?.() === 0 && (mark === 'caller' || mark === 'root') ? engineConfig : null
-}
-
-/** Whether this process is the engine: root on an installed box, for a caller or for itself (see engineBoxConfig). */
-export function isEngine(): boolean {
-  return engineBoxConfig() !== null
-}
-
-/** Whether the engine acts for a caller who came through the sudoers rule (not for root itself). */
-export function actsForCaller(env: Readonly<Record<string, string | undefined>> = process.env): boolean {
-  return isEngine() && env[ENGINE_ENV] === 'caller'
-}
-
 /** The variables that make a user's own sandbox: with any of them set, nothing goes through the engine. */
 export const SANDBOX_ENV = [HOST_ENV.stateDir, HOST_ENV.nvidiaSmi, HOST_ENV.mpsControl] as const
 

@@ -1,10 +1,11 @@
 /**
  * Every request the engine serves, and the use case that answers it: the whole of what a member can have done as
  * root. The same function answers in-process where no engine stands between (root, a sandbox, a box without an
- * installation), so a member's request and root's own run the same code; who asks comes from the process
- * (invokingUser), never from the request.
+ * installation), so a member's request and root's own run the same code; who asks comes from the call context the
+ * entry point made (the engine's from sudo, serve-engine.ts; the CLI's in perform.ts), never from the request.
  */
 import type {DoctorResult} from '../client/doctor-checks.js'
+import type {CallContext} from '../core/call-context.js'
 import type {DownResult, ExtendResult} from '../client/end-sessions.js'
 import type {HostView, QueuedRequest} from '../client/read-host-status.js'
 import type {RecoverResult} from '../client/recover-state.js'
@@ -35,23 +36,23 @@ export type ResultOf = {
   doctor: DoctorResult
 }
 
-type Handlers = {[Op in EngineOp]: (request: RequestOf<Op>, io: RequestIo, version: string) => Promise<ResultOf[Op]>}
+type Handlers = {[Op in EngineOp]: (call: CallContext, request: RequestOf<Op>, io: RequestIo, version: string) => Promise<ResultOf[Op]>}
 
 const handlers: Handlers = {
-  hello: async (_request, _io, version) => ({version, protocol: ENGINE_PROTOCOL}),
-  up: async (request, io, version) => (await import('../client/up-session.js')).upSession(request, io, version),
-  down: async (request, io) => (await import('../client/end-sessions.js')).endSessions(request, io.progress),
-  extend: async (request) => (await import('../client/end-sessions.js')).extendSessionBy(request),
-  status: async (request) => (await import('../client/read-host-status.js')).readHostStatus({orphans: request.orphans}),
-  queue: async () => (await import('../client/read-host-status.js')).readQueue(),
-  session: async (request) => (await import('../client/session-access.js')).sessionReach(request.name),
-  'authorize-key': async (request) => {
-    const answer = await (await import('../client/session-ssh-config.js')).sshConfigHere(request.name ?? undefined, false, request.publicKey)
+  hello: async (_call, _request, _io, version) => ({version, protocol: ENGINE_PROTOCOL}),
+  up: async (call, request, io, version) => (await import('../client/up-session.js')).upSession(call, request, io, version),
+  down: async (call, request, io) => (await import('../client/end-sessions.js')).endSessions(call, request, io.progress),
+  extend: async (call, request) => (await import('../client/end-sessions.js')).extendSessionBy(call, request),
+  status: async (call, request) => (await import('../client/read-host-status.js')).readHostStatus(call, {orphans: request.orphans}),
+  queue: async (call) => (await import('../client/read-host-status.js')).readQueue(call),
+  session: async (call, request) => (await import('../client/session-access.js')).sessionReach(call, request.name),
+  'authorize-key': async (call, request) => {
+    const answer = await (await import('../client/session-ssh-config.js')).sshConfigHere(call, request.name ?? undefined, false, request.publicKey)
     return {session: answer.session, hostName: answer.hostName, port: answer.port, user: answer.user, hostKey: answer.hostKey ?? ''}
   },
-  exec: async (request, io) => {
+  exec: async (call, request, io) => {
     const {accessSession, execInSession} = await import('../client/session-access.js')
-    const access = accessSession(request.name ?? undefined)
+    const access = accessSession(call, request.name ?? undefined)
     const exitCode = await execInSession(access, request.argv, {
       stdin: io.stdin ?? undefined,
       stdout: io.stdout,
@@ -61,12 +62,12 @@ const handlers: Handlers = {
     })
     return {session: access.container.session, exitCode}
   },
-  verify: async (request, io) => (await import('../measure/verify-session.js')).verifySession(request.name ?? undefined, request, io.progress),
-  recover: async () => (await import('../client/recover-state.js')).recoverState(),
-  doctor: async () => (await import('../client/doctor-checks.js')).checkHost(),
+  verify: async (call, request, io) => (await import('../measure/verify-session.js')).verifySession(call, request.name ?? undefined, request, io.progress),
+  recover: async (call) => (await import('../client/recover-state.js')).recoverState(call),
+  doctor: async (call) => (await import('../client/doctor-checks.js')).checkHost(call),
 }
 
-export function handleRequest<Op extends EngineOp>(request: RequestOf<Op>, io: RequestIo, version: string): Promise<ResultOf[Op]> {
-  const handler = handlers[request.op as Op] as (request: RequestOf<Op>, io: RequestIo, version: string) => Promise<ResultOf[Op]>
-  return handler(request, io, version)
+export function handleRequest<Op extends EngineOp>(call: CallContext, request: RequestOf<Op>, io: RequestIo, version: string): Promise<ResultOf[Op]> {
+  const handler = handlers[request.op as Op] as (call: CallContext, request: RequestOf<Op>, io: RequestIo, version: string) => Promise<ResultOf[Op]>
+  return handler(call, request, io, version)
 }

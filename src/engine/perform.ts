@@ -26,7 +26,13 @@ export async function perform<Op extends EngineOp>(request: RequestOf<Op> & {rea
   if (box) {
     return (await askEngine<Op>(box, request, {...io, cancellable, onResize: followTerminal})) as ResultOf[Op]
   }
-  const [{cancelOnSignals}, {handleRequest}] = await Promise.all([import('../client/apply-context.js'), import('./handle-request.js')])
+  const [{cancelOnSignals}, {handleRequest}, {callContextHere}] = await Promise.all([
+    import('../client/apply-context.js'),
+    import('./handle-request.js'),
+    import('../core/call-context.js'),
+  ])
+  // answered here: who asks is this process's user (root at a shell of an installed box acts on its configuration)
+  const call = await callContextHere()
   const say = (line: string) => io.progress?.say(line)
   const cancel = cancellable ? cancelOnSignals(say) : {requested: false, signal: new AbortController().signal, dispose: () => undefined}
   const local: RequestIo = {
@@ -38,7 +44,7 @@ export async function perform<Op extends EngineOp>(request: RequestOf<Op> & {rea
     terminal: {size: terminalSize, onResize: followTerminal},
   }
   try {
-    return await handleRequest(request, local, version)
+    return await handleRequest(call, request, local, version)
   } finally {
     cancel.dispose()
   }

@@ -6,9 +6,9 @@
  */
 import {Readable} from 'node:stream'
 
-import {adoptEngineConfig, pinEngineEnvironment} from '../core/box-config.js'
+import {pinEngineEnvironment} from '../core/box-config.js'
+import {callContextOf} from '../core/call-context.js'
 import {describeFailure} from '../core/failure.js'
-import {invokingUser} from '../core/invoking-user.js'
 import {readBoxConfig} from '../core/read-box-config.js'
 import {groupNamesOf} from '../core/user-groups.js'
 import {type EngineFrame, MAX_REQUEST_BYTES} from '../system/engine-protocol.js'
@@ -42,8 +42,9 @@ async function serve(): Promise<number> {
     )
   }
   pinEngineEnvironment(read.config)
-  adoptEngineConfig(read.config)
-  const caller = invokingUser()
+  // who asks (sudo's SUDO_UID) and the engine's trust, made once here and passed to the request's use case
+  const call = callContextOf(process.env, read.config)
+  const caller = call.caller
   if (!caller.isRoot && !groupNamesOf(caller.user, caller.uid).includes(read.config.group)) {
     return finish(refusal('NOT_IN_GROUP', `only members of the group ${read.config.group} may use gpu-cosplay on this box`, 4), 4)
   }
@@ -83,7 +84,7 @@ async function serve(): Promise<number> {
   let answer: Extract<EngineFrame, {t: 'result' | 'error'}>
   try {
     const {handleRequest} = await import('./handle-request.js')
-    answer = {t: 'result', value: (await handleRequest(request, io, engineVersion())) ?? null}
+    answer = {t: 'result', value: (await handleRequest(call, request, io, engineVersion())) ?? null}
   } catch (error) {
     answer = {t: 'error', error: describeFailure(error instanceof Error ? error : new Error(String(error)))}
   }

@@ -6,7 +6,7 @@ import * as z from 'zod'
 import {StateError} from '../core/errors.js'
 import {readJsonFile, writeJsonAtomic} from '../core/json-file.js'
 import {settleDir} from '../core/settle-dir.js'
-import {statePolicy} from '../core/state-policy.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {calibrationDir, calibrationFile, calibrationPrefix} from '../core/state-layout.js'
 import {sampleSpread} from './perf-measurement.js'
 
@@ -44,9 +44,9 @@ export type CalibrationFractions = Calibration['fractions']
  * The calibration for this GPU model under this driver, or null when there is none. A damaged file, or one
  * taken under another driver, is refused: its figures would silently be wrong.
  */
-export function readCalibration(stateDir: string, model: string, driver: string): {file: string; calibration: Calibration} | null {
+export function readCalibration(stateDir: string, model: string, driver: string, trust: StatePolicy): {file: string; calibration: Calibration} | null {
   const file = calibrationFile(stateDir, model, driver)
-  const read = readJsonFile(file, calibrationSchema, {owner: statePolicy().trustedOwner})
+  const read = readJsonFile(file, calibrationSchema, {owner: trust.trustedOwner})
   if (read === null) {
     const other = otherDriverFiles(stateDir, model, driver)[0]
     if (other) throw stale(other, `was taken under another driver than this host's ${driver}`)
@@ -60,10 +60,9 @@ export function readCalibration(stateDir: string, model: string, driver: string)
 }
 
 /** Writes atomically and removes this model's calibrations from other drivers, which no longer apply. */
-export function writeCalibration(stateDir: string, calibration: Calibration): string {
+export function writeCalibration(stateDir: string, calibration: Calibration, policy: StatePolicy): string {
   const dir = calibrationDir(stateDir)
   fs.mkdirSync(stateDir, {recursive: true})
-  const policy = statePolicy()
   // shared like gpus/ (any user may recalibrate after a driver update), or root's in the engine; never a symlink
   settleDir(dir, {create: true}, ({info, created, chmod, chown}) => {
     if (policy.engine && info.uid !== 0) chown(0, 0)

@@ -8,6 +8,7 @@ import {join} from 'node:path'
 import {resolveStateDir} from '../apply/state-dir.js'
 import {listSessions} from '../apply/book-store.js'
 import {HostError} from '../core/errors.js'
+import type {CallContext} from '../core/call-context.js'
 import {LocalExecutor} from '../core/local-executor.js'
 import {HOST_ENV} from '../core/names.js'
 import {packageRoot} from '../core/package-root.js'
@@ -29,7 +30,7 @@ export type CalibrateResult = Calibration & {
   elapsedS: number
 }
 
-export async function calibrateHost(index: number, now: Date): Promise<CalibrateResult> {
+export async function calibrateHost(call: CallContext, index: number, now: Date): Promise<CalibrateResult> {
   const catalog = await currentCatalog()
   const probe = await probeHost(localSmi())
   const gpu = pickGpu(probe, index)
@@ -39,8 +40,8 @@ export async function calibrateHost(index: number, now: Date): Promise<Calibrate
       fix: ['calibrate while MIG mode is off (e.g. before the first session on this GPU)', 'inside a session, measure with: gpu-cosplay verify --perf'],
     })
   }
-  const stateDir = resolveStateDir(process.env, homedir()).dir
-  const holders = listSessions(stateDir).filter((l) => l.gpuUuid === gpu.uuid)
+  const stateDir = resolveStateDir(process.env, homedir(), call.policy).dir
+  const holders = listSessions(stateDir, call.policy).filter((l) => l.gpuUuid === gpu.uuid)
   if (holders.length > 0) {
     throw new HostError(
       'CALIBRATE_GPU_BUSY',
@@ -89,7 +90,7 @@ export async function calibrateHost(index: number, now: Date): Promise<Calibrate
     ...calibrationFigures(model, measured),
     samples: {smClockMHz: summary?.smClockMHz ?? null, powerW: summary?.powerW ?? null, throttleReasons: summary?.throttleReasons ?? []},
   }
-  const file = writeCalibration(stateDir, calibration)
+  const file = writeCalibration(stateDir, calibration, call.policy)
   const errors = Object.fromEntries((['fp32', 'bf16', 'bandwidth'] as const).flatMap((a) => (m.axes[a].error ? [[a, m.axes[a].error]] : [])))
   return {file, index, ...calibration, errors, elapsedS: m.elapsedS}
 }

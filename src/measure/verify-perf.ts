@@ -52,7 +52,8 @@ export async function verifyPerf(access: SessionAccess, ran: {exitCode: number; 
   const host = catalog.hosts.find((h) => h.key === access.session.plan.host.model)
   const expectations = {...expectationsFromPlan(access.session.plan), ...(host?.tensorClockMaxMHz ? {tensorClockMaxMHz: host.tensorClockMaxMHz} : {})}
   // CPU figures say nothing about the GPU, so no calibration applies to them
-  const found = m.device.kind === 'cuda' && m.device.driver ? readCalibration(access.stateDir, expectations.hostModel, m.device.driver) : null
+  const found =
+    m.device.kind === 'cuda' && m.device.driver ? readCalibration(access.stateDir, expectations.hostModel, m.device.driver, access.call.policy) : null
   const target = catalog.targets.find((t) => t.key === expectations.targetKey)
   // each axis beside what the real card measures, by its own method; the plan's measured expectation restated in
   // this measurement's method by the host card's catalog figures

@@ -9,6 +9,7 @@ import type {Spinner} from '../client/progress.js'
 import {DockerRuntime} from '../container/runtime.js'
 import {execUserOf} from '../container/session-container.js'
 import {tally, type VerdictCheck, type Verdict, VERDICTS} from '../core/check.js'
+import type {CallContext} from '../core/call-context.js'
 import {ContainerError} from '../core/errors.js'
 import {verifyMps} from './verify-mps.js'
 import type {VerifyDistributedResult} from './verify-distributed.js'
@@ -25,11 +26,12 @@ const DISTRIBUTED_TIMEOUT_MS = 330_000
 
 /** The session's self-test, or with `perf` its measurement; `spinner` shows while it measures. */
 export async function verifySession(
+  call: CallContext,
   name: string | undefined,
   options: {readonly perf: boolean; readonly cpu: boolean; readonly distributed?: boolean},
   spinner: Spinner | null,
 ): Promise<VerifyResult | VerifyPerfResult | VerifyDistributedResult> {
-  const access = accessSession(name)
+  const access = accessSession(call, name)
   const c = access.container
   if (options.distributed) {
     const {requireRanks, verifyDistributed} = await import('./verify-distributed.js')

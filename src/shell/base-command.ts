@@ -1,5 +1,6 @@
 import {Command, ux} from '@oclif/core'
 
+import type {CallContext} from '../core/call-context.js'
 import {describeFailure, escapeFailure, type Failure} from '../core/failure.js'
 import type {HostResult} from '../client/forward-to-host.js'
 
@@ -25,6 +26,14 @@ export abstract class BaseCommand extends Command {
     const result = await forwardToHosts<T>({spec: host, commandId: this.id ?? '', argv: this.argv, version: this.config.version, quiet, merge})
     if (!quiet) this.log(render(result))
     return {result}
+  }
+
+  /**
+   * Who is asking, for a command that acts in this process (not through perform, which makes its own): made once, here
+   * at the command's entry, and passed to the use case.
+   */
+  protected async callContext(): Promise<CallContext> {
+    return (await import('../core/call-context.js')).callContextHere()
   }
 
   protected async catch(error: Error): Promise<unknown> {

@@ -13,6 +13,7 @@ import {dump} from 'js-yaml'
 import {listSessions} from '../apply/book-store.js'
 import {BOX_CONFIG_DIR, BOX_CONFIG_FILE, type BoxConfig, CONTAINER_LIMIT_DEFAULTS} from '../core/box-config.js'
 import {readBoxConfig} from '../core/read-box-config.js'
+import {SHARED_STATE_POLICY, statePolicyOf} from '../core/state-policy.js'
 import {parseDuration} from '../core/duration.js'
 import {InputError, StateError} from '../core/errors.js'
 import type {Executor} from '../core/executor.js'
@@ -101,7 +102,7 @@ export async function uninstallBox(executor: Executor = new LocalExecutor()): Pr
   const read = readBoxConfig()
   const config = read?.ok ? read.config : null
   const stateDir = config?.stateDir ?? SHARED_STATE_DIR
-  const up = fs.existsSync(stateDir) ? listSessions(stateDir) : []
+  const up = fs.existsSync(stateDir) ? listSessions(stateDir, statePolicyOf(config !== null)) : []
   if (up.length > 0) {
     throw new StateError('SESSIONS_UP', `${up.length} session(s) are up on this box (${up.map((l) => l.session.name).join(', ')})`, {
       fix: ['end them first: sudo gpu-cosplay down --all', 'see them: gpu-cosplay ps'],
@@ -271,7 +272,8 @@ function takeOverStateDir(dir: string, notes: string[]): InstallItem[] {
     const info = fs.lstatSync(dir)
     if (!info.isDirectory()) throw new StateError('STATE_DIR_DAMAGED', `${dir} is not a folder`, {fix: [`move it away: mv ${dir} ${dir}.bad`]})
     if (!isRootsStateDir(dir)) {
-      const up = listSessions(dir)
+      // the team's folder: its books are its members' (read, never trusted, only to see whether any session is up)
+      const up = listSessions(dir, SHARED_STATE_POLICY)
       if (up.length > 0) {
         throw new StateError('SESSIONS_UP', `${dir} is the team's shared state directory and ${up.length} session(s) are up in it`, {
           fix: ['end them first (gpu-cosplay ps; gpu-cosplay down --all, as each user or as root), then install'],

@@ -8,9 +8,10 @@
  * - the engine itself is dist/engine.js, never this CLI: an entry point of an earlier install that still runs the CLI
  *   as root for a caller is refused here, until `system install` writes the current one.
  *
- * Who the caller is never comes from here: the engine learns it from sudo.
+ * Who the caller is never comes from here: the engine learns it from sudo. Nor does this process's trust: the mark it
+ * sets is read with the configuration by core/call-context.ts (callContextHere) where a command builds its context.
  */
-import {adoptEngineConfig, ENGINE_ENV, isSandbox, pinBoxPaths} from '../core/box-config.js'
+import {ENGINE_ENV, isSandbox, pinBoxPaths} from '../core/box-config.js'
 import {readBoxConfig} from '../core/read-box-config.js'
 
 type Env = NodeJS.ProcessEnv
@@ -31,10 +32,7 @@ export async function routeThroughEngine(argv: readonly string[], env: Env = pro
   if (uid !== 0) env[ENGINE_ENV] = 'member'
   if (!read.ok) return null
   pinBoxPaths(read.config, env)
-  if (uid === 0) {
-    env[ENGINE_ENV] = 'root'
-    adoptEngineConfig(read.config)
-  }
+  if (uid === 0) env[ENGINE_ENV] = 'root'
   return null
 }
 

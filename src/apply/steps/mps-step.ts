@@ -2,6 +2,7 @@ import {createHash} from 'node:crypto'
 import path from 'node:path'
 
 import type {Executor} from '../../core/executor.js'
+import type {StatePolicy} from '../../core/state-policy.js'
 import {LocalExecutor} from '../../core/local-executor.js'
 import {mpsDirsOf, mpsHolderDir} from '../../core/state-layout.js'
 import type {MpsControl, MpsDirectories, MpsRunAs} from '../../host/mps.js'
@@ -46,9 +47,9 @@ export function startMpsStep(mps: MpsFactory, executor: Executor = new LocalExec
       const p = params as StartMpsParams
       const dirs = dirsOf(p)
       const owner = p.runAs ?? {uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0}
-      ensurePrivateDir(path.dirname(dirs.pipe), owner)
-      ensurePrivateDir(dirs.pipe, owner)
-      ensurePrivateDir(dirs.log, owner)
+      ensurePrivateDir(path.dirname(dirs.pipe), owner, ctx.trust)
+      ensurePrivateDir(dirs.pipe, owner, ctx.trust)
+      ensurePrivateDir(dirs.log, owner, ctx.trust)
       // One daemon per MIG device: clients see only their rank's slice (on a GPU without MIG, the GPU itself)
       const slot = isLeaseSession(ctx.session) ? null : slotOfRank(ctx.session, p.rank ?? 0)
       const device = slot?.uuid ?? ctx.book.gpu.uuid
@@ -91,13 +92,14 @@ export function mpsStepFor(
   impl: StepImpl,
   shaping: MpsShaping,
   stateDir: string,
+  trust: StatePolicy,
   session: string,
   owner: {uid: number; gid: number},
   runAsOwner: boolean,
   rank = 0,
 ): PlannedStep {
-  const base = mpsHolderDir(ensureUserDir(stateDir, owner))
-  ensureHolderDir(base, owner)
+  const base = mpsHolderDir(ensureUserDir(stateDir, owner, trust))
+  ensureHolderDir(base, owner, trust)
   // rank 0 keeps the folder a session of one device has; a name cannot hold '#', so no session's is another's rank's
   const {pipeDirectory, logDirectory} = mpsDirsOf(
     base,

@@ -1,4 +1,5 @@
 import type {StepKind} from '../../core/names.js'
+import type {StatePolicy} from '../../core/state-policy.js'
 import type {GpuControl} from '../../host/gpu-control.js'
 import type {HostGpu} from '../../host/types.js'
 import type {BookSession, GpuBook, JournalEntry} from '../gpu-book.js'
@@ -14,6 +15,8 @@ export type StepContext = {
   readonly live: HostGpu
   /** things the user should know that are not failures (e.g. MIG left on because others use it) */
   readonly notes: string[]
+  /** the state directory's trust (the call context's): which folders a step makes are root's alone */
+  readonly trust: StatePolicy
 }
 
 /**

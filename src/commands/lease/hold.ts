@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import type {HoldOutcome} from '../../client/gpu-lease.js'
 import {InputError} from '../../core/errors.js'
-import {requireRootOnSharedBox} from '../../core/invoking-user.js'
+import {requireRootOnSharedBox} from '../../core/call-context.js'
 import {BaseCommand} from '../../shell/base-command.js'
 import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
 import {renderHold} from '../../render/render-lease.js'
@@ -28,7 +28,8 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
 
   async run(): Promise<LeaseHoldResult> {
     const {flags} = await this.parse(LeaseHold)
-    requireRootOnSharedBox('lease hold', "sets the clock and power limit of every tenant's GPU")
+    const call = await this.callContext()
+    requireRootOnSharedBox(call, 'lease hold', "sets the clock and power limit of every tenant's GPU")
     const remote = await this.forwardToHost(flags.host, renderHold)
     if (remote) return remote.result
     const clockMHz = flags['clock-mhz'] ?? null
@@ -37,7 +38,7 @@ Journaled like \`up\`: a hold killed half-way is rolled back by \`gpu-cosplay re
     // No spinner: prologs and DaemonSets log stderr line by line, and a hold takes a few nvidia-smi calls.
     const say = (message: string) => (quiet ? undefined : this.logToStderr(message))
     const {holdGpuLease} = await import('../../client/gpu-lease.js')
-    const result = await holdGpuLease({hostGpu: flags['host-gpu'], holder: flags.holder, clockMHz, powerLimitW}, say)
+    const result = await holdGpuLease(call, {hostGpu: flags['host-gpu'], holder: flags.holder, clockMHz, powerLimitW}, say)
     if (!quiet) this.log(renderHold(result))
     return result
   }

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import type {ReleaseOutcome} from '../../client/gpu-lease.js'
-import {requireRootOnSharedBox} from '../../core/invoking-user.js'
+import {requireRootOnSharedBox} from '../../core/call-context.js'
 import {BaseCommand} from '../../shell/base-command.js'
 import {hostFlag, hostGpuFlag} from '../../shell/host-flag.js'
 import {renderRelease} from '../../render/render-lease.js'
@@ -27,9 +27,10 @@ Releasing a holder that holds nothing says so and exits 0, so an Epilog or a pre
     const {flags} = await this.parse(LeaseRelease)
     const remote = await this.forwardToHost(flags.host, renderRelease)
     if (remote) return remote.result
-    requireRootOnSharedBox('lease release', "puts back the clock and power limit of every tenant's GPU")
+    const call = await this.callContext()
+    requireRootOnSharedBox(call, 'lease release', "puts back the clock and power limit of every tenant's GPU")
     const {releaseGpuLease} = await import('../../client/gpu-lease.js')
-    const result = await releaseGpuLease({hostGpu: flags['host-gpu'], holder: flags.holder})
+    const result = await releaseGpuLease(call, {hostGpu: flags['host-gpu'], holder: flags.holder})
     if (!this.jsonEnabled()) this.log(renderRelease(result))
     return result
   }

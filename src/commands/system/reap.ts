@@ -1,6 +1,6 @@
 import type {ReapResult} from '../../client/reap-sessions.js'
 import {renderReap} from '../../render/render-reap.js'
-import {requireRootOnSharedBox} from '../../core/invoking-user.js'
+import {requireRootOnSharedBox} from '../../core/call-context.js'
 import {BaseCommand} from '../../shell/base-command.js'
 
 export default class SystemReap extends BaseCommand {
@@ -12,8 +12,9 @@ system install runs it as root every 30 s (systemd) or every minute (cron). On a
 
   async run(): Promise<ReapResult> {
     await this.parse(SystemReap)
-    requireRootOnSharedBox('system reap', 'ends anyone’s session (the reaper timer runs it)')
-    const result = await (await import('../../client/reap-sessions.js')).reapSessions()
+    const call = await this.callContext()
+    requireRootOnSharedBox(call, 'system reap', 'ends anyone’s session (the reaper timer runs it)')
+    const result = await (await import('../../client/reap-sessions.js')).reapSessions(call)
     if (!this.jsonEnabled()) this.log(renderReap(result))
     return result
   }

@@ -1,15 +1,16 @@
 /**
  * The engine's state directory (an installed box: root runs every change through one sudoers rule): root's alone.
- * isEngine() is replaced here (it needs /etc/gpu-cosplay/config.yaml); everything else is real files, as root
+ * The engine's trust is passed in (ENGINE_STATE_POLICY, as the engine's call context carries it); everything else is
+ * real files, as root
  * (CI runs as root; without root these cases are skipped).
  */
-import {afterEach, beforeEach, describe, expect, it, jest} from '@jest/globals'
+import {afterEach, beforeEach, describe, expect, it} from '@jest/globals'
 import {chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-jest.unstable_mockModule('../../../src/core/box-config.js', () => ({isEngine: () => true, engineBoxConfig: () => null}))
-const {ensureHolderDir, ensurePrivateDir, ensureUserDir, resolveStateDir, statePolicy} = await import('../../../src/apply/state-dir.js')
+const {ensureHolderDir, ensurePrivateDir, ensureUserDir, resolveStateDir} = await import('../../../src/apply/state-dir.js')
+const {ENGINE_STATE_POLICY: ENGINE, statePolicyOf} = await import('../../../src/core/state-policy.js')
 const {emptyBook, readBook, writeBook} = await import('../../../src/apply/gpu-book.js')
 const {bookPath} = await import('../../../src/core/state-layout.js')
 const {scanBooks} = await import('../../../src/apply/book-store.js')
@@ -39,11 +40,11 @@ afterEach(() => {
   else process.env.GPU_COSPLAY_STATE_DIR = savedStateDir
 })
 
-const engineDir = () => resolveStateDir(process.env, base)
+const engineDir = () => resolveStateDir(process.env, base, ENGINE)
 
 describeAsRoot('the engine’s state directory', () => {
   it('is made root 0755 with gpus/, sessions/ and users/ the same', () => {
-    expect(statePolicy()).toEqual({engine: true, sharedFolderMode: 0o755, trustedOwner: 0})
+    expect(statePolicyOf(true)).toEqual({engine: true, sharedFolderMode: 0o755, trustedOwner: 0})
     const previous = process.umask(0o000)
     try {
       expect(engineDir().dir).toBe(state)
@@ -95,36 +96,36 @@ describeAsRoot('the engine’s state directory', () => {
     chownSync(bookPath(state, 'GPU-2'), NOBODY, NOBODY)
     writeFileSync(join(state, 'sessions', 'bob.json'), JSON.stringify({version: 1, name: 'bob', gpuUuid: 'GPU-1', pid: 1, hostname: 'box'}))
     chownSync(join(state, 'sessions', 'bob.json'), NOBODY, NOBODY)
-    const scan = scanBooks(state)
+    const scan = scanBooks(state, ENGINE)
     expect(scan.books.map((b) => b.book.gpu.uuid)).toEqual(['GPU-1'])
     expect(scan.refused).toEqual([expect.objectContaining({file: bookPath(state, 'GPU-2'), reason: 'foreign-owner'})])
-    expect(thrown(() => readBook(bookPath(state, 'GPU-2'))).code).toBe('UNSAFE_STATE_FILE')
-    expect(scanClaims(state)).toEqual({claims: [], refused: [expect.objectContaining({reason: 'foreign-owner'})]})
+    expect(thrown(() => readBook(bookPath(state, 'GPU-2'), ENGINE)).code).toBe('UNSAFE_STATE_FILE')
+    expect(scanClaims(state, ENGINE)).toEqual({claims: [], refused: [expect.objectContaining({reason: 'foreign-owner'})]})
   })
 
   it('keeps users/<uid> root 0711 (also when asked for a private folder) and gives a session folder inside to the user 0700', () => {
     engineDir()
-    const mine = ensureUserDir(state, USER)
+    const mine = ensureUserDir(state, USER, ENGINE)
     expect([ownerOf(mine), modeOf(mine)]).toEqual([0, 0o711])
-    ensurePrivateDir(mine, USER) // what the ssh key code asks for the user's folder
+    ensurePrivateDir(mine, USER, ENGINE) // what the ssh key code asks for the user's folder
     expect([ownerOf(mine), modeOf(mine)]).toEqual([0, 0o711])
     const mps = join(mine, 'mps')
-    ensureHolderDir(mps, USER)
+    ensureHolderDir(mps, USER, ENGINE)
     expect([ownerOf(mps), modeOf(mps)]).toEqual([0, 0o711])
     const session = join(mps, 'abc123')
-    ensurePrivateDir(session, USER)
+    ensurePrivateDir(session, USER, ENGINE)
     expect([ownerOf(session), modeOf(session)]).toEqual([USER.uid, 0o700])
   })
 
   it('refuses a symlink the user planted inside their session folder instead of chowning where it points', () => {
     engineDir()
-    const session = join(ensureUserDir(state, USER), 'abc123')
-    ensurePrivateDir(session, USER)
+    const session = join(ensureUserDir(state, USER, ENGINE), 'abc123')
+    ensurePrivateDir(session, USER, ENGINE)
     const shadow = join(base, 'shadow')
     writeFileSync(shadow, 'secret', {mode: 0o600})
     chmodSync(shadow, 0o600)
     symlinkSync(shadow, join(session, 'pipe'))
-    expect(thrown(() => ensurePrivateDir(join(session, 'pipe'), USER)).code).toBe('STATE_DIR_DAMAGED')
+    expect(thrown(() => ensurePrivateDir(join(session, 'pipe'), USER, ENGINE)).code).toBe('STATE_DIR_DAMAGED')
     expect([ownerOf(shadow), modeOf(shadow), readFileSync(shadow, 'utf8')]).toEqual([0, 0o600, 'secret'])
     expect(statSync(shadow).isFile()).toBe(true)
   })

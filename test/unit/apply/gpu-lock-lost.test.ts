@@ -14,6 +14,7 @@ import {bringUp} from '../../../src/apply/bring-up.js'
 import {cleanupTemps} from '../../cli/support/run-cli.js'
 import {target} from '../plan/catalog-for-tests.js'
 import {BOB, simBox, upRequest} from './sim-deps.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -47,7 +48,7 @@ describe('a process that lost its GPU lock', () => {
     expect(up.name).toBe('bobs')
     stale.resume()
     await expect(stale.done).rejects.toMatchObject({code: 'GPU_LOCK_LOST', exit: 3})
-    expect(listSessions(box.stateDir).map((l) => l.session.name)).toEqual(['bobs'])
+    expect(listSessions(box.stateDir, SANDBOX).map((l) => l.session.name)).toEqual(['bobs'])
   })
 
   it('leaves the new holder’s lock in place when it resumes while the new holder is inside', async () => {
@@ -70,6 +71,6 @@ describe('a process that lost its GPU lock', () => {
     await expect(stale.done).rejects.toMatchObject({code: 'GPU_LOCK_LOST', exit: 3})
     expect(lockWhileInside).toBe(true)
     expect(up.name).toBe('bobs')
-    expect(listSessions(box.stateDir).map((l) => l.session.name)).toEqual(['bobs'])
+    expect(listSessions(box.stateDir, SANDBOX).map((l) => l.session.name)).toEqual(['bobs'])
   })
 })

@@ -10,6 +10,8 @@ import path from 'node:path'
 
 import {buildSync} from 'esbuild'
 
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
+
 const ROOT = process.cwd()
 const UUID = 'GPU-00000000-0000-0000-0000-000000000001'
 let work: string
@@ -40,7 +42,7 @@ try {
     if (mode === 'hold') await new Promise(() => setInterval(() => undefined, 1000))
     await new Promise((r) => setTimeout(r, 300))
     note('leave')
-  }, {waitMs: Number(waitMs)})
+  }, {waitMs: Number(waitMs), trust: ${JSON.stringify(SANDBOX)}})
 } catch (error) {
   note('error ' + error.code)
 }

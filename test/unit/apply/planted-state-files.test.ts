@@ -17,6 +17,7 @@ import {readClaims, reserveName, scanClaims} from '../../../src/apply/session-na
 import {ensureSharedDir, ensureUserDir, resolveStateDir} from '../../../src/apply/state-dir.js'
 import {writeCalibration} from '../../../src/host/calibration-file.js'
 import {thrown} from '../support/thrown.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 const isRoot = process.getuid?.() === 0
 const modeOf = (path: string) => statSync(path).mode & 0o7777
@@ -32,7 +33,7 @@ beforeEach(() => {
   base = mkdtempSync(join(tmpdir(), 'gpu-cosplay-planted-'))
   chmodSync(base, 0o755)
   state = join(base, 'state')
-  resolveStateDir({GPU_COSPLAY_STATE_DIR: state}, base)
+  resolveStateDir({GPU_COSPLAY_STATE_DIR: state}, base, SANDBOX)
   chmodSync(state, 0o1777)
   outside = join(base, 'shadow')
   writeFileSync(outside, SECRET, {mode: 0o600})
@@ -56,28 +57,28 @@ describe('a symlink planted at a book path', () => {
   it('is skipped and reported when listing, and the other books are still listed', () => {
     writeBook(bookPath(state, 'GPU-good'), emptyBook({uuid: 'GPU-good', name: 'NVIDIA H200'}, null))
     symlinkSync(outside, bookPath(state, 'GPU-planted'))
-    expect(listBooks(state).map((b) => b.book.gpu.uuid)).toEqual(['GPU-good'])
-    expect(scanBooks(state).refused).toEqual([expect.objectContaining({file: bookPath(state, 'GPU-planted'), reason: 'symlink'})])
+    expect(listBooks(state, SANDBOX).map((b) => b.book.gpu.uuid)).toEqual(['GPU-good'])
+    expect(scanBooks(state, SANDBOX).refused).toEqual([expect.objectContaining({file: bookPath(state, 'GPU-planted'), reason: 'symlink'})])
     outsideIsUntouched()
   })
 
   it('fails only the GPU it names, with a typed error, never read', () => {
     symlinkSync(outside, bookPath(state, 'GPU-planted'))
-    expect(thrown(() => readBook(bookPath(state, 'GPU-planted')))).toMatchObject({code: 'UNSAFE_STATE_FILE', reason: 'symlink'})
+    expect(thrown(() => readBook(bookPath(state, 'GPU-planted'), SANDBOX))).toMatchObject({code: 'UNSAFE_STATE_FILE', reason: 'symlink'})
     outsideIsUntouched()
   })
 
   it('is replaced, not written through, when the book is saved', () => {
     symlinkSync(outside, bookPath(state, 'GPU-planted'))
     writeBook(bookPath(state, 'GPU-planted'), emptyBook({uuid: 'GPU-planted', name: 'NVIDIA H200'}, null))
-    expect(readBook(bookPath(state, 'GPU-planted'))?.gpu.uuid).toBe('GPU-planted')
+    expect(readBook(bookPath(state, 'GPU-planted'), SANDBOX)?.gpu.uuid).toBe('GPU-planted')
     outsideIsUntouched()
   })
 
   it('leaves a real damaged book JOURNAL_CORRUPT', () => {
     writeFileSync(bookPath(state, 'GPU-broken'), '{"version": 1, "gpu"')
-    expect(thrown(() => listBooks(state)).code).toBe('JOURNAL_CORRUPT')
-    expect(scanBooks(state, {skipCorrupt: true}).books).toEqual([])
+    expect(thrown(() => listBooks(state, SANDBOX)).code).toBe('JOURNAL_CORRUPT')
+    expect(scanBooks(state, SANDBOX, {skipCorrupt: true}).books).toEqual([])
   })
 })
 
@@ -90,9 +91,9 @@ describe('a symlink planted at a name claim path', () => {
     expect(reserveName(state, 'bob-3090', CLAIM)).toBe(false)
     expect(reserveName(state, 'carol-3090', CLAIM)).toBe(true)
     expect(modeOf(join(state, 'sessions', 'carol-3090.json'))).toBe(0o644)
-    expect(readClaims(state).map((c) => c.name)).toEqual(['carol-3090'])
+    expect(readClaims(state, SANDBOX).map((c) => c.name)).toEqual(['carol-3090'])
     expect(
-      scanClaims(state)
+      scanClaims(state, SANDBOX)
         .refused.map((r) => r.reason)
         .sort(),
     ).toEqual(['symlink', 'symlink'])
@@ -115,13 +116,13 @@ describe('symlinks planted in place of folders', () => {
   it('gpus/ pointing elsewhere: the state directory is refused as damaged', () => {
     rmSync(join(state, 'gpus'), {recursive: true})
     symlinkSync(outsideDir, join(state, 'gpus'))
-    expect(thrown(() => resolveStateDir({GPU_COSPLAY_STATE_DIR: state}, base)).code).toBe('STATE_DIR_DAMAGED')
+    expect(thrown(() => resolveStateDir({GPU_COSPLAY_STATE_DIR: state}, base, SANDBOX)).code).toBe('STATE_DIR_DAMAGED')
     outsideIsUntouched()
   })
 
   it('users/ pointing elsewhere: refused, never opened up to 1777', () => {
     symlinkSync(outsideDir, join(state, 'users'))
-    expect(thrown(() => ensureSharedDir(join(state, 'users'))).code).toBe('STATE_DIR_DAMAGED')
+    expect(thrown(() => ensureSharedDir(join(state, 'users'), SANDBOX)).code).toBe('STATE_DIR_DAMAGED')
     outsideIsUntouched()
   })
 
@@ -129,7 +130,7 @@ describe('symlinks planted in place of folders', () => {
     mkdirSync(join(state, 'users'))
     chmodSync(join(state, 'users'), 0o1777)
     symlinkSync(outsideDir, join(state, 'users', '1234'))
-    expect(thrown(() => ensureUserDir(state, {uid: 1234, gid: 1234})).code).toBe('STATE_DIR_DAMAGED')
+    expect(thrown(() => ensureUserDir(state, {uid: 1234, gid: 1234}, SANDBOX)).code).toBe('STATE_DIR_DAMAGED')
     outsideIsUntouched()
   })
 
@@ -146,7 +147,7 @@ describe('symlinks planted in place of folders', () => {
       fractions: {fp32: 0.7772, bf16: 0.7985, bandwidth: 0.8958},
       samples: {smClockMHz: null, powerW: null, throttleReasons: []},
     }
-    expect(thrown(() => writeCalibration(state, calibration)).code).toBe('UNSAFE_STATE_FILE')
+    expect(thrown(() => writeCalibration(state, calibration, SANDBOX)).code).toBe('UNSAFE_STATE_FILE')
     outsideIsUntouched()
   })
 })
@@ -166,7 +167,7 @@ describe('modes outside the engine (the team’s shared folder)', () => {
     chmodSync(join(state, 'users'), 0o1777)
     mkdirSync(join(state, 'users', '1234'))
     chownSync(join(state, 'users', '1234'), 65534, 65534)
-    ensureUserDir(state, {uid: 1234, gid: 1234})
+    ensureUserDir(state, {uid: 1234, gid: 1234}, SANDBOX)
     expect(statSync(join(state, 'users', '1234')).uid).toBe(1234)
     expect(modeOf(join(state, 'users', '1234'))).toBe(0o700)
   })

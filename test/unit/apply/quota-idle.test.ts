@@ -17,6 +17,7 @@ import {cleanupTemps} from '../../cli/support/run-cli.js'
 import {MUTATING} from '../../cli/support/run-cli-async.js'
 import {target} from '../plan/catalog-for-tests.js'
 import {ALICE, BOB, gpuPicture, simBox, upRequest} from './sim-deps.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -47,7 +48,7 @@ describe('quotas', () => {
     expect(readdirSync(join(box.stateDir, 'sessions'))).toHaveLength(1) // no name claim left behind
     // another user is not counted against alice's, and root holds none
     await bringUp(upRequest(BOB, {quota}), box.deps)
-    expect(listSessions(box.stateDir)).toHaveLength(2)
+    expect(listSessions(box.stateDir, SANDBOX)).toHaveLength(2)
   })
 
   it('counts memory slices across GPUs', async () => {
@@ -57,7 +58,7 @@ describe('quotas', () => {
     const quota = {sessions: null, slices, source: "alice's quota"}
     await expect(bringUp(upRequest(ALICE, {quota, hostGpu: 1}), box.deps)).rejects.toMatchObject({code: 'QUOTA_EXCEEDED', exit: 4})
     await bringUp(upRequest(ALICE, {quota: {...quota, slices: slices * 2}, hostGpu: 1}), box.deps)
-    expect(listSessions(box.stateDir)).toHaveLength(2)
+    expect(listSessions(box.stateDir, SANDBOX)).toHaveLength(2)
   })
 
   it("up --count 2 is one session holding two sessions' slices", async () => {
@@ -87,7 +88,7 @@ describe('quotas', () => {
     expect(quad.plan.ranks!.gpus.map((g) => g.ranks)).toEqual([2, 2])
     expect(quad.parts).toHaveLength(1)
     // a record on each GPU, one session: four 3g slices of four memory slices each
-    expect(listSessions(box.stateDir)).toHaveLength(2)
+    expect(listSessions(box.stateDir, SANDBOX)).toHaveLength(2)
     const refused = await bringUp(upRequest(ALICE, {target: target('t4'), quota, hostGpu: 1}), box.deps).catch((e: unknown) => e)
     expect(refused).toMatchObject({code: 'QUOTA_EXCEEDED'})
     expect((refused as Error).message).toContain('you hold 1 session(s) with 16 memory slice(s)')
@@ -105,7 +106,7 @@ describe('quotas', () => {
     const quad = bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, quota, name: 'quad', beforeChanges}), box.deps)
     await expect(quad).rejects.toMatchObject({code: 'QUOTA_EXCEEDED'})
     await solo
-    const held = listSessions(box.stateDir).filter((l) => !isSessionPart(l.session))
+    const held = listSessions(box.stateDir, SANDBOX).filter((l) => !isSessionPart(l.session))
     expect(held.map((l) => l.session.name)).toEqual(['solo'])
   })
 
@@ -118,7 +119,7 @@ describe('quotas', () => {
     ])
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({reason: {code: 'QUOTA_EXCEEDED'}})
-    expect(listSessions(box.stateDir)).toHaveLength(1)
+    expect(listSessions(box.stateDir, SANDBOX)).toHaveLength(1)
   })
 })
 
@@ -143,19 +144,19 @@ describe('idle reclaim', () => {
     const warned = await reap(8_500) // the lead: a fifth of 10 s
     expect(warned.actions).toMatchObject([{name: idle.name, action: 'warned', reason: 'idle'}])
     expect(told).toEqual([expect.stringContaining(`${idle.name}: gpu-cosplay: session ${idle.name} ends in`)])
-    expect(idleSessions(box.stateDir, policy, start + 8_500).map((s) => s.name)).toEqual([idle.name])
+    expect(idleSessions(box.stateDir, SANDBOX, policy, start + 8_500).map((s) => s.name)).toEqual([idle.name])
 
     // (the session's MPS server goes with its container; here it has none, and the simulator refuses -dci under a process)
     box.sim.set('gpus.0.processes', [{pid: 4242, name: 'python3', used_mib: 900, type: 'C', gi: busy.session.mig!.gpuInstanceId, ci: 0}])
     const ended = await reap(10_500)
     expect(ended.actions).toMatchObject([{name: idle.name, action: 'ended', reason: 'idle'}])
-    expect(listSessions(box.stateDir).map((l) => l.session.name)).toEqual([busy.name])
-    expect(listSessions(box.stateDir)[0].session.activeAt).toBeDefined()
+    expect(listSessions(box.stateDir, SANDBOX).map((l) => l.session.name)).toEqual([busy.name])
+    expect(listSessions(box.stateDir, SANDBOX)[0].session.activeAt).toBeDefined()
 
     box.sim.set('gpus.0.processes', [])
     expect(await reapSessions({...box.deps, policy, now: () => start + 60_000}).then((r) => r.actions.map((a) => a.action))).toEqual(['warned']) // warned first even when found idle past its time
     await reapSessions({...box.deps, policy, now: () => start + 63_000})
-    expect(listSessions(box.stateDir)).toEqual([])
+    expect(listSessions(box.stateDir, SANDBOX)).toEqual([])
     expect(gpuPicture(box.sim)).toEqual(before)
   })
 
@@ -171,12 +172,12 @@ describe('idle reclaim', () => {
     const reap = (ms: number) => reapSessions({...box.deps, policy, now: () => start + ms})
     expect((await reap(9_000)).actions).toEqual([])
     expect((await reap(30_000)).actions).toEqual([])
-    expect(listSessions(box.stateDir).map((l) => l.session.name)).toEqual([quad.name, quad.name])
+    expect(listSessions(box.stateDir, SANDBOX).map((l) => l.session.name)).toEqual([quad.name, quad.name])
     // once nothing computes on either GPU, it is warned and then ended whole
     box.sim.set('gpus.1.processes', [])
     expect((await reap(39_000)).actions).toMatchObject([{name: quad.name, action: 'warned', reason: 'idle'}])
     expect((await reap(42_000)).actions).toMatchObject([{name: quad.name, action: 'ended', reason: 'idle'}])
-    expect(listSessions(box.stateDir)).toEqual([])
+    expect(listSessions(box.stateDir, SANDBOX)).toEqual([])
   })
 
   it('the reaper ends a spread session whole though another GPU’s journal is damaged', async () => {
@@ -186,7 +187,7 @@ describe('idle reclaim', () => {
     writeFileSync(join(box.stateDir, 'gpus', `${box.sim.state().gpus[2].uuid}.json`), '{"damaged')
     const reaped = await reapSessions({...box.deps, policy: NO_POLICY, now: () => Date.parse(up.session.createdAt) + 10_500})
     expect(reaped.actions).toMatchObject([{name: up.name, action: 'ended', reason: 'ttl'}])
-    expect(scanBooks(box.stateDir, {skipCorrupt: true}).books.flatMap(({book}) => Object.keys(book.sessions))).toEqual([])
+    expect(scanBooks(box.stateDir, SANDBOX, {skipCorrupt: true}).books.flatMap(({book}) => Object.keys(book.sessions))).toEqual([])
     expect([0, 1].map((gpu) => box.sim.state().gpus[gpu].gis)).toEqual([[], []])
   })
 
@@ -204,9 +205,9 @@ describe('idle reclaim', () => {
     const up = await bringUp(upRequest(ALICE), box.deps)
     const start = Date.parse(up.session.createdAt)
     await reapSessions({...box.deps, policy, now: () => start + 9_000})
-    expect(listSessions(box.stateDir)[0].session.warnedAt).toBeDefined()
+    expect(listSessions(box.stateDir, SANDBOX)[0].session.warnedAt).toBeDefined()
     const result = await reapSessions({...box.deps, policy, logins: async () => start + 9_500, now: () => start + 11_000})
     expect(result.actions).toEqual([])
-    expect(listSessions(box.stateDir)[0].session.warnedAt).toBeUndefined()
+    expect(listSessions(box.stateDir, SANDBOX)[0].session.warnedAt).toBeUndefined()
   })
 })

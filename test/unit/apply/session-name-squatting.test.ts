@@ -15,6 +15,7 @@ import {userIdOf} from '../../../src/core/user-groups.js'
 import {cleanupTemps} from '../../cli/support/run-cli.js'
 import {target} from '../plan/catalog-for-tests.js'
 import {ALICE, BOB, gpuPicture, simBox, upRequest} from './sim-deps.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -57,8 +58,8 @@ describe('session names that pass for another user’s', () => {
     const picture = gpuPicture(box.sim)
     const up = bringUp(upRequest(BOB, {target: target('1650'), name: 'alice-x'}), {...box.deps, isRoot: false, userIdOf: users})
     await expect(up).rejects.toMatchObject({code: 'NAME_RESERVED', exit: 4})
-    expect(readClaims(box.stateDir)).toEqual([])
-    expect(listSessions(box.stateDir)).toEqual([])
+    expect(readClaims(box.stateDir, SANDBOX)).toEqual([])
+    expect(listSessions(box.stateDir, SANDBOX)).toEqual([])
     expect(gpuPicture(box.sim)).toEqual(picture)
     // alice herself may
     const mine = await bringUp(upRequest(ALICE, {target: target('1650'), name: 'alice-x'}), {...box.deps, isRoot: false, userIdOf: users})

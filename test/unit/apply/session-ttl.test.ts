@@ -13,6 +13,7 @@ import {cleanupTemps} from '../../cli/support/run-cli.js'
 import {target} from '../plan/catalog-for-tests.js'
 import {thrown} from '../support/thrown.js'
 import {ALICE, BOB, gpuPicture, type SimBox, simBox, upRequest} from './sim-deps.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -49,7 +50,7 @@ describe('a session with a TTL', () => {
     const ended = await reapSessions({...box.deps, policy: NO_POLICY, notify, now: at(up, 10_500)})
     expect(ended.actions).toMatchObject([{name: up.name, action: 'ended', reason: 'ttl'}])
     expect(ended.closed).toMatchObject([{name: up.name}])
-    expect(listSessions(box.stateDir)).toEqual([])
+    expect(listSessions(box.stateDir, SANDBOX)).toEqual([])
     expect(gpuPicture(box.sim)).toEqual(before)
   })
 
@@ -59,25 +60,25 @@ describe('a session with a TTL', () => {
     const up = await bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, ttlMs: 10_000}), two.deps)
     expect(up.parts).toHaveLength(1)
     // one clock: the first record's, listed once
-    expect(sessionClocks(two.stateDir).map((c) => c.name)).toEqual([up.name])
-    const moved = await extendSession(up.name, 5_000, {uid: ALICE.uid, isRoot: false}, NO_POLICY, two.stateDir)
+    expect(sessionClocks(two.stateDir, SANDBOX).map((c) => c.name)).toEqual([up.name])
+    const moved = await extendSession(up.name, 5_000, {uid: ALICE.uid, isRoot: false}, NO_POLICY, two.stateDir, SANDBOX)
     expect(Date.parse(moved.expiresAt)).toBe(Date.parse(up.session.expiresAt!) + 5_000)
     const warned = await reapSessions({...two.deps, policy: NO_POLICY, now: at(up, 13_500)})
     expect(warned.actions).toMatchObject([{name: up.name, action: 'warned'}])
     const ended = await reapSessions({...two.deps, policy: NO_POLICY, now: at(up, 15_500)})
     expect(ended.actions).toMatchObject([{name: up.name, action: 'ended', reason: 'ttl'}])
     expect(ended.closed).toHaveLength(1)
-    expect(listSessions(two.stateDir)).toEqual([])
+    expect(listSessions(two.stateDir, SANDBOX)).toEqual([])
     expect([0, 1].map((g) => gpuPicture(two.sim, g))).toEqual(before)
   })
 
   it('a session without a TTL is never reaped, and is not due', async () => {
     await bringUp(upRequest(ALICE), box.deps)
-    expect(isReapDue(box.stateDir, NO_POLICY, Date.now() + 86_400_000)).toBe(false)
-    const up = listSessions(box.stateDir)[0]
+    expect(isReapDue(box.stateDir, SANDBOX, NO_POLICY, Date.now() + 86_400_000)).toBe(false)
+    const up = listSessions(box.stateDir, SANDBOX)[0]
     const result = await reapSessions({...box.deps, policy: NO_POLICY, now: at(up, 86_400_000)})
     expect(result.actions).toEqual([])
-    expect(sessionClocks(box.stateDir)).toMatchObject([{expiresAt: null, timeLeftMs: null}])
+    expect(sessionClocks(box.stateDir, SANDBOX)).toMatchObject([{expiresAt: null, timeLeftMs: null}])
   })
 
   it('is ended at its end even when no pass came within its lead: the users hear it as it goes', async () => {
@@ -96,26 +97,29 @@ describe('extend', () => {
     const ttl = resolveTtlMs(undefined, policy, false)
     expect(ttl).toBe(5_000)
     const up = await bringUp(upRequest(ALICE, {ttlMs: ttl}), box.deps)
-    const moved = await extendSession(up.name, 10_000, {uid: ALICE.uid, isRoot: false}, policy, box.stateDir, at(up, 1_000))
+    const moved = await extendSession(up.name, 10_000, {uid: ALICE.uid, isRoot: false}, policy, box.stateDir, SANDBOX, at(up, 1_000))
     expect(moved.timeLeftMs).toBe(14_000)
     expect(Date.parse(moved.expiresAt)).toBeGreaterThan(Date.parse(up.session.expiresAt!))
-    await expect(extendSession(up.name, 10_000, {uid: ALICE.uid, isRoot: false}, policy, box.stateDir, at(up, 1_000))).rejects.toMatchObject({
+    await expect(extendSession(up.name, 10_000, {uid: ALICE.uid, isRoot: false}, policy, box.stateDir, SANDBOX, at(up, 1_000))).rejects.toMatchObject({
       code: 'TTL_TOO_LONG',
       exit: 2,
     })
-    expect(listSessions(box.stateDir)[0].session.expiresAt).toBe(moved.expiresAt)
-    await expect(extendSession(up.name, 1_000, {uid: BOB.uid, isRoot: false}, policy, box.stateDir)).rejects.toMatchObject({code: 'NOT_OWNER', exit: 4})
+    expect(listSessions(box.stateDir, SANDBOX)[0].session.expiresAt).toBe(moved.expiresAt)
+    await expect(extendSession(up.name, 1_000, {uid: BOB.uid, isRoot: false}, policy, box.stateDir, SANDBOX)).rejects.toMatchObject({
+      code: 'NOT_OWNER',
+      exit: 4,
+    })
     // root may go past the maximum
-    const byRoot = await extendSession(up.name, 60_000, {uid: 0, isRoot: true}, policy, box.stateDir)
+    const byRoot = await extendSession(up.name, 60_000, {uid: 0, isRoot: true}, policy, box.stateDir, SANDBOX)
     expect(byRoot.timeLeftMs).toBeGreaterThan(60_000)
   })
 
   it('clears the warning, so the users are told again before the new end', async () => {
     const up = await bringUp(upRequest(ALICE, {ttlMs: 10_000}), box.deps)
     await reapSessions({...box.deps, policy, notify: async () => undefined, now: at(up, 9_000)})
-    expect(listSessions(box.stateDir)[0].session.warnedAt).toBeDefined()
-    await extendSession(up.name, 5_000, {uid: ALICE.uid, isRoot: false}, policy, box.stateDir, at(up, 9_000))
-    expect(listSessions(box.stateDir)[0].session.warnedAt).toBeUndefined()
+    expect(listSessions(box.stateDir, SANDBOX)[0].session.warnedAt).toBeDefined()
+    await extendSession(up.name, 5_000, {uid: ALICE.uid, isRoot: false}, policy, box.stateDir, SANDBOX, at(up, 9_000))
+    expect(listSessions(box.stateDir, SANDBOX)[0].session.warnedAt).toBeUndefined()
   })
 
   it('refuses a --ttl over the maximum before anything, and a session with no end', async () => {
@@ -123,6 +127,6 @@ describe('extend', () => {
     expect(thrown(() => resolveTtlMs('soon', policy, false))).toMatchObject({code: 'BAD_DURATION', exit: 2})
     expect(resolveTtlMs('1m', policy, true)).toBe(60_000)
     const up = await bringUp(upRequest(ALICE), box.deps)
-    await expect(extendSession(up.name, 1_000, {uid: ALICE.uid, isRoot: false}, policy, box.stateDir)).rejects.toMatchObject({code: 'NO_TTL'})
+    await expect(extendSession(up.name, 1_000, {uid: ALICE.uid, isRoot: false}, policy, box.stateDir, SANDBOX)).rejects.toMatchObject({code: 'NO_TTL'})
   })
 })

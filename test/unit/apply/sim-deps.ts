@@ -15,6 +15,7 @@ import {SmiGpuControl} from '../../../src/host/gpu-control.js'
 import {Smi} from '../../../src/host/smi.js'
 import {Sim, SIM_BIN, tempDir} from '../../cli/support/run-cli.js'
 import {builtinCatalog, target} from '../plan/catalog-for-tests.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 export type SimBox = {readonly sim: Sim; readonly stateDir: string; readonly deps: UpDeps}
 
@@ -23,12 +24,12 @@ export function simBox(gpus = 1, model = 'h200'): SimBox {
   const sim = Sim.create(model, gpus)
   sim.enableMig(...Array.from({length: gpus}, (_, i) => i))
   const home = tempDir()
-  const stateDir = resolveStateDir({GPU_COSPLAY_STATE_DIR: join(home, 'state')}, home).dir
+  const stateDir = resolveStateDir({GPU_COSPLAY_STATE_DIR: join(home, 'state')}, home, SANDBOX).dir
   // the simulator's state reaches nvidia-smi through the call (Jest's process.env is not the child's)
   const local = new LocalExecutor()
   const executor: Executor = {run: (argv, options = {}) => local.run(argv, {...options, env: {...options.env, GPU_COSPLAY_SIM_STATE: sim.statePath}})}
   const gpu = new SmiGpuControl(new Smi(executor, {path: SIM_BIN, sudo: false}))
-  return {sim, stateDir, deps: {gpu, steps: sessionSteps(), stateDir, bootId: null, catalog: builtinCatalog(), cancel: {requested: false}}}
+  return {sim, stateDir, deps: {gpu, steps: sessionSteps(), stateDir, bootId: null, trust: SANDBOX, catalog: builtinCatalog(), cancel: {requested: false}}}
 }
 
 export const ALICE = {uid: 1001, user: 'alice'}

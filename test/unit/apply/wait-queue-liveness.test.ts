@@ -19,6 +19,7 @@ import {renderQueue} from '../../../src/render/render-ps.js'
 import {resolveStateDir} from '../../../src/apply/state-dir.js'
 import {cleanupTemps, tempDir} from '../../cli/support/run-cli.js'
 import {ALICE, BOB} from './sim-deps.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 jest.setTimeout(60_000)
 afterAll(cleanupTemps)
@@ -26,7 +27,7 @@ afterAll(cleanupTemps)
 /** a fresh state directory, as up makes it (gpus/ holds the queue's lock) */
 const freshState = () => {
   const home = tempDir()
-  return resolveStateDir({GPU_COSPLAY_STATE_DIR: path.join(home, 'state')}, home).dir
+  return resolveStateDir({GPU_COSPLAY_STATE_DIR: path.join(home, 'state')}, home, SANDBOX).dir
 }
 const noRoom = async (): Promise<never> => {
   throw new StateError('MIG_NO_FREE_SLOT', 'GPU 0 has no free slot')
@@ -37,7 +38,17 @@ const until = async (what: () => boolean) => {
 /** a waiter that never finds room, until aborted */
 function waiter(stateDir: string, who: WaitOptions<never>['who'], extra: Partial<WaitOptions<never>> = {}) {
   const abort = new AbortController()
-  const done = waitInQueue(stateDir, {who, want: '1650', name: null, target: '1650', attempt: noRoom, pollMs: 20, signal: abort.signal, ...extra})
+  const done = waitInQueue(stateDir, {
+    trust: SANDBOX,
+    who,
+    want: '1650',
+    name: null,
+    target: '1650',
+    attempt: noRoom,
+    pollMs: 20,
+    signal: abort.signal,
+    ...extra,
+  })
   done.catch(() => undefined)
   return {done, leave: () => abort.abort()}
 }
@@ -69,18 +80,20 @@ describe('waiters per user', () => {
   it(`a member’s request past ${MAX_WAITING_PER_USER} waiting is refused before it is queued: QUEUE_FULL, exit 4; root’s are not capped`, async () => {
     const stateDir = freshState()
     const mine = Array.from({length: MAX_WAITING_PER_USER}, () => waiter(stateDir, ALICE))
-    await until(() => listQueue(stateDir).length === MAX_WAITING_PER_USER)
-    await expect(waitInQueue(stateDir, {who: ALICE, want: '1650', name: null, target: '1650', attempt: noRoom, pollMs: 20})).rejects.toMatchObject({
+    await until(() => listQueue(stateDir, SANDBOX).length === MAX_WAITING_PER_USER)
+    await expect(
+      waitInQueue(stateDir, {trust: SANDBOX, who: ALICE, want: '1650', name: null, target: '1650', attempt: noRoom, pollMs: 20}),
+    ).rejects.toMatchObject({
       code: 'QUEUE_FULL',
       exit: 4,
     })
     expect(fs.readdirSync(queueDir(stateDir))).toHaveLength(MAX_WAITING_PER_USER)
     // another member is not held to alice's count, and root is held to none
     const others = [waiter(stateDir, BOB), ...Array.from({length: MAX_WAITING_PER_USER + 1}, () => waiter(stateDir, {uid: 0, user: 'root'}))]
-    await until(() => listQueue(stateDir).length === 2 * MAX_WAITING_PER_USER + 2)
+    await until(() => listQueue(stateDir, SANDBOX).length === 2 * MAX_WAITING_PER_USER + 2)
     for (const w of [...mine, ...others]) w.leave()
     await Promise.all([...mine, ...others].map((w) => w.done.catch(() => undefined)))
-    expect(listQueue(stateDir)).toEqual([])
+    expect(listQueue(stateDir, SANDBOX)).toEqual([])
   })
 })
 
@@ -88,10 +101,10 @@ describe('entries name what waits', () => {
   it('the session name asked for (or the one it would get), the owner, the target; ps --queue shows them', async () => {
     const stateDir = freshState()
     const named = waiter(stateDir, ALICE, {name: 'train-7b', target: 'a100-40gb'})
-    await until(() => listQueue(stateDir).length === 1)
+    await until(() => listQueue(stateDir, SANDBOX).length === 1)
     const unnamed = waiter(stateDir, BOB, {name: null, target: '3090'})
-    await until(() => listQueue(stateDir).length === 2)
-    const queue = listQueue(stateDir)
+    await until(() => listQueue(stateDir, SANDBOX).length === 2)
+    const queue = listQueue(stateDir, SANDBOX)
     expect(queue).toMatchObject([
       {position: 1, name: 'train-7b', user: 'alice', uid: ALICE.uid, target: 'a100-40gb'},
       {position: 2, name: 'bob-3090', user: 'bob', uid: BOB.uid, target: '3090'},
@@ -119,8 +132,8 @@ describe('entries name what waits', () => {
       enqueuedAt: new Date().toISOString(),
     }
     fs.writeFileSync(path.join(queueDir(stateDir), 'old.json'), JSON.stringify(old))
-    expect(listQueue(stateDir)).toMatchObject([{id: 'old', position: 1}])
-    expect(renderQueue(listQueue(stateDir))).toContain('x')
+    expect(listQueue(stateDir, SANDBOX)).toMatchObject([{id: 'old', position: 1}])
+    expect(renderQueue(listQueue(stateDir, SANDBOX))).toContain('x')
   })
 })
 
@@ -128,11 +141,11 @@ describe('liveness by heartbeat', () => {
   it('a live waiter keeps its entry heard while it waits', async () => {
     const stateDir = freshState()
     const w = waiter(stateDir, ALICE, {retryMs: 50})
-    await until(() => listQueue(stateDir).length === 1)
-    const first = listQueue(stateDir)[0].heardAt
+    await until(() => listQueue(stateDir, SANDBOX).length === 1)
+    const first = listQueue(stateDir, SANDBOX)[0].heardAt
     expect(first).toBeDefined()
-    await until(() => listQueue(stateDir)[0].heardAt !== first)
-    expect(listQueue(stateDir)[0].stalled).toBe(false)
+    await until(() => listQueue(stateDir, SANDBOX)[0].heardAt !== first)
+    expect(listQueue(stateDir, SANDBOX)[0].stalled).toBe(false)
     w.leave()
     await w.done.catch(() => undefined)
   })
@@ -141,7 +154,7 @@ describe('liveness by heartbeat', () => {
     const stateDir = freshState()
     plantEntry(stateDir, 'quiet', 3_000, 1_000)
     plantEntry(stateDir, 'gone', 5_000, 1_000)
-    expect(listQueue(stateDir).map((e) => [e.id, e.stalled])).toEqual([['quiet', true]])
+    expect(listQueue(stateDir, SANDBOX).map((e) => [e.id, e.stalled])).toEqual([['quiet', true]])
     expect(fs.existsSync(path.join(queueDir(stateDir), 'gone.json'))).toBe(false)
     expect(fs.existsSync(path.join(queueDir(stateDir), 'quiet.json'))).toBe(true)
   })
@@ -149,8 +162,8 @@ describe('liveness by heartbeat', () => {
   it('a waiter whose entry is gone (expired while it was stopped) ends: QUEUE_EXPIRED, and leaves nothing', async () => {
     const stateDir = freshState()
     const w = waiter(stateDir, ALICE, {retryMs: 60_000})
-    await until(() => listQueue(stateDir).length === 1)
-    fs.rmSync(path.join(queueDir(stateDir), `${listQueue(stateDir)[0].id}.json`))
+    await until(() => listQueue(stateDir, SANDBOX).length === 1)
+    fs.rmSync(path.join(queueDir(stateDir), `${listQueue(stateDir, SANDBOX)[0].id}.json`))
     await expect(w.done).rejects.toMatchObject({code: 'QUEUE_EXPIRED', exit: 3})
     expect(fs.readdirSync(queueDir(stateDir))).toEqual([])
   })
@@ -178,6 +191,7 @@ describe('liveness by heartbeat', () => {
 const [stateDir, retryMs] = process.argv.slice(2)
 try {
   await waitInQueue(stateDir, {
+    trust: ${JSON.stringify(SANDBOX)},
     who: {uid: ${ALICE.uid}, user: '${ALICE.user}'}, want: '1650', name: 'stuck', target: '1650', retryMs: Number(retryMs), pollMs: 20,
     isNoRoom: () => true,
     attempt: async () => { throw new Error('no room') },
@@ -203,10 +217,11 @@ try {
       child.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()))
       const exited = new Promise((resolve) => child.on('exit', resolve))
       // it has tried once and found no room; then it stops, alive
-      await until(() => listQueue(stateDir).some((e) => e.uid === ALICE.uid && e.missedAt !== undefined))
+      await until(() => listQueue(stateDir, SANDBOX).some((e) => e.uid === ALICE.uid && e.missedAt !== undefined))
       process.kill(child.pid!, 'SIGSTOP')
       let tries = 0
       const behind = waitInQueue(stateDir, {
+        trust: SANDBOX,
         who: BOB,
         want: '1650',
         name: 'behind',
@@ -224,7 +239,7 @@ try {
       await expect(behind).resolves.toBe('up')
       expect(child.exitCode).toBeNull() // skipped for its silence, not for its death
       // four periods unheard: the next reader removes it; resumed, it finds its place gone and ends
-      await until(() => !listQueue(stateDir).some((e) => e.uid === ALICE.uid))
+      await until(() => !listQueue(stateDir, SANDBOX).some((e) => e.uid === ALICE.uid))
       process.kill(child.pid!, 'SIGCONT')
       await exited
       expect(said.trim()).toBe('QUEUE_EXPIRED')

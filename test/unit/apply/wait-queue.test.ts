@@ -16,6 +16,7 @@ import {startTicksOf} from '../../../src/core/recorded-process.js'
 import {cleanupTemps} from '../../cli/support/run-cli.js'
 import {target} from '../plan/catalog-for-tests.js'
 import {ALICE, BOB, gpuPicture, simBox, upRequest} from './sim-deps.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 jest.setTimeout(90_000)
 afterAll(cleanupTemps)
@@ -58,7 +59,7 @@ describe('the queue', () => {
 
   it('serves two users’ waiting requests in fair order as slices free', async () => {
     const box = await fullBox()
-    const mine = listSessions(box.stateDir)[0].session.mig!.gpuInstanceId
+    const mine = listSessions(box.stateDir, SANDBOX)[0].session.mig!.gpuInstanceId
     const gis = (box.sim.state().gpus[0].gis.map((g: {id: number}) => g.id) as number[]).filter((id) => id !== mine)
     const served: string[] = []
     let inFlight = 0
@@ -66,6 +67,7 @@ describe('the queue', () => {
     const positions: string[] = []
     const wait = (label: string, owner: typeof ALICE) =>
       waitInQueue(box.stateDir, {
+        trust: SANDBOX,
         who: owner,
         want: `1650 (${label})`,
         name: label,
@@ -90,11 +92,12 @@ describe('the queue', () => {
     await new Promise((r) => setTimeout(r, 300))
     const b1 = wait('b1', BOB)
     // all three queued (a member's request is counted under the queue's lock first) and each has tried once
-    while (listQueue(box.stateDir).length < 3 || listQueue(box.stateDir).some((e) => e.missedAt === undefined)) await new Promise((r) => setTimeout(r, 20))
-    expect(listQueue(box.stateDir).map((e) => e.want)).toEqual(['1650 (a1)', '1650 (b1)', '1650 (a2)'])
+    while (listQueue(box.stateDir, SANDBOX).length < 3 || listQueue(box.stateDir, SANDBOX).some((e) => e.missedAt === undefined))
+      await new Promise((r) => setTimeout(r, 20))
+    expect(listQueue(box.stateDir, SANDBOX).map((e) => e.want)).toEqual(['1650 (a1)', '1650 (b1)', '1650 (a2)'])
     // a slice frees while every waiter has seen the GPU full since the last change (none is mid-try: one that is may take
     // a slice freed during its try, whatever its place)
-    const settled = () => inFlight === 0 && listQueue(box.stateDir).every((e) => e.missedAt !== undefined && Date.parse(e.missedAt) > servedAt)
+    const settled = () => inFlight === 0 && listQueue(box.stateDir, SANDBOX).every((e) => e.missedAt !== undefined && Date.parse(e.missedAt) > servedAt)
     for (const gi of gis.slice(0, 3)) {
       const before = served.length
       while (!settled()) await new Promise((r) => setTimeout(r, 20))
@@ -104,7 +107,7 @@ describe('the queue', () => {
     await Promise.all([a1, a2, b1])
     expect(served).toEqual(['a1', 'b1', 'a2'])
     expect(positions).toContain('b1:2/3')
-    expect(listQueue(box.stateDir)).toEqual([])
+    expect(listQueue(box.stateDir, SANDBOX)).toEqual([])
     expect(readdirSync(queueDir(box.stateDir))).toEqual([])
   })
 
@@ -113,16 +116,18 @@ describe('the queue', () => {
     const picture = gpuPicture(box.sim)
     const attempt = () => bringUp(upRequest(ALICE, {target: target('1650')}), box.deps)
     const abort = new AbortController()
-    const waiting = waitInQueue(box.stateDir, {who: ALICE, want: '1650', name: null, target: '1650', attempt, pollMs: 50, signal: abort.signal})
-    while (listQueue(box.stateDir).length === 0) await new Promise((r) => setTimeout(r, 20))
+    const waiting = waitInQueue(box.stateDir, {trust: SANDBOX, who: ALICE, want: '1650', name: null, target: '1650', attempt, pollMs: 50, signal: abort.signal})
+    while (listQueue(box.stateDir, SANDBOX).length === 0) await new Promise((r) => setTimeout(r, 20))
     abort.abort()
     await expect(waiting).rejects.toMatchObject({code: 'QUEUE_LEFT'})
-    await expect(waitInQueue(box.stateDir, {who: ALICE, want: '1650', name: null, target: '1650', attempt, pollMs: 50, timeoutMs: 500})).rejects.toMatchObject({
+    await expect(
+      waitInQueue(box.stateDir, {trust: SANDBOX, who: ALICE, want: '1650', name: null, target: '1650', attempt, pollMs: 50, timeoutMs: 500}),
+    ).rejects.toMatchObject({
       code: 'QUEUE_TIMEOUT',
     })
-    expect(listQueue(box.stateDir)).toEqual([])
+    expect(listQueue(box.stateDir, SANDBOX)).toEqual([])
     expect(readdirSync(queueDir(box.stateDir))).toEqual([])
-    expect(listSessions(box.stateDir).map((l) => l.session.name)).toEqual(['root-first'])
+    expect(listSessions(box.stateDir, SANDBOX).map((l) => l.session.name)).toEqual(['root-first'])
     expect(readdirSync(join(box.stateDir, 'sessions'))).toEqual(['root-first.json'])
     expect(gpuPicture(box.sim)).toEqual(picture)
   })
@@ -143,10 +148,10 @@ describe('the queue', () => {
         startTicks: startTicksOf(child.pid!),
       }),
     )
-    expect(listQueue(box.stateDir).map((e) => e.id)).toEqual(['dead'])
+    expect(listQueue(box.stateDir, SANDBOX).map((e) => e.id)).toEqual(['dead'])
     child.kill('SIGKILL')
     await new Promise((r) => child.on('exit', r))
-    expect(listQueue(box.stateDir)).toEqual([])
+    expect(listQueue(box.stateDir, SANDBOX)).toEqual([])
     expect(existsSync(file)).toBe(false)
   })
 })

@@ -12,6 +12,7 @@ import {join} from 'node:path'
 import {build} from 'esbuild'
 
 import {loadOrCreateSshIdentity} from '../../../src/container/ssh-keys.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 const ROOT = process.cwd()
 const uid = process.getuid!()
@@ -38,19 +39,19 @@ const mine = () => join(state, 'users', String(uid))
 
 describe('ssh key folders in a shared state directory', () => {
   it('creates users/ shared and sticky, the user folder and key private', async () => {
-    const identity = await loadOrCreateSshIdentity({userDir: mine(), homeDir: home})
+    const identity = await loadOrCreateSshIdentity({trust: SANDBOX, userDir: mine(), homeDir: home})
     expect(identity.source).toBe('generated')
     expect(modeOf(join(state, 'users'))).toBe(0o1777)
     expect(modeOf(mine())).toBe(0o700)
     expect(modeOf(join(mine(), 'ssh'))).toBe(0o700)
     expect(modeOf(identity.privateKeyPath)).toBe(0o600)
-    expect((await loadOrCreateSshIdentity({userDir: mine(), homeDir: home})).publicKey).toBe(identity.publicKey)
+    expect((await loadOrCreateSshIdentity({trust: SANDBOX, userDir: mine(), homeDir: home})).publicKey).toBe(identity.publicKey)
   })
 
   it('repairs a private users/ of its own left by an older version, keeping the key', async () => {
-    const first = await loadOrCreateSshIdentity({userDir: mine(), homeDir: home})
+    const first = await loadOrCreateSshIdentity({trust: SANDBOX, userDir: mine(), homeDir: home})
     chmodSync(join(state, 'users'), 0o700)
-    const again = await loadOrCreateSshIdentity({userDir: mine(), homeDir: home})
+    const again = await loadOrCreateSshIdentity({trust: SANDBOX, userDir: mine(), homeDir: home})
     expect(modeOf(join(state, 'users'))).toBe(0o1777)
     expect(again.publicKey).toBe(first.publicKey)
   })
@@ -87,10 +88,14 @@ describe('ssh key folders in a shared state directory', () => {
     })
 
     const asNobody = (stateDir: string) => {
-      const r = spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, bundle, JSON.stringify({userDir: stateDir, homeDir: join(base, 'nohome')})], {
-        encoding: 'utf8',
-        cwd: base,
-      })
+      const r = spawnSync(
+        'runuser',
+        ['-u', 'nobody', '--', process.execPath, bundle, JSON.stringify({trust: SANDBOX, userDir: stateDir, homeDir: join(base, 'nohome')})],
+        {
+          encoding: 'utf8',
+          cwd: base,
+        },
+      )
       if (r.status !== 0) throw new Error(r.stderr)
       return JSON.parse(r.stdout.trim()) as {path?: string; code?: string; exit?: number}
     }
@@ -98,7 +103,7 @@ describe('ssh key folders in a shared state directory', () => {
     const rootIt = isRoot ? it : it.skip
 
     rootIt("keeps their own key beside the first user's", async () => {
-      await loadOrCreateSshIdentity({userDir: mine(), homeDir: home})
+      await loadOrCreateSshIdentity({trust: SANDBOX, userDir: mine(), homeDir: home})
       const theirs = join(state, 'users', String(nobody))
       const result = asNobody(theirs)
       expect(result.path).toBe(join(theirs, 'ssh', 'id_ed25519'))
@@ -109,7 +114,7 @@ describe('ssh key folders in a shared state directory', () => {
     })
 
     rootIt('is told how to open a users/ that an older version left private to someone else', async () => {
-      await loadOrCreateSshIdentity({userDir: mine(), homeDir: home})
+      await loadOrCreateSshIdentity({trust: SANDBOX, userDir: mine(), homeDir: home})
       chmodSync(join(state, 'users'), 0o700)
       chownSync(join(state, 'users'), 1, 1)
       const result = asNobody(join(state, 'users', String(nobody)))
@@ -121,7 +126,7 @@ describe('ssh key folders in a shared state directory', () => {
   it('keeps wrapping other failures as SSH_KEY_UNAVAILABLE', async () => {
     const blocked = join(base, 'file')
     spawnSync('touch', [blocked])
-    await expect(loadOrCreateSshIdentity({userDir: join(blocked, 'users', '1'), homeDir: home})).rejects.toEqual(
+    await expect(loadOrCreateSshIdentity({trust: SANDBOX, userDir: join(blocked, 'users', '1'), homeDir: home})).rejects.toEqual(
       expect.objectContaining({code: 'SSH_KEY_UNAVAILABLE', exit: 5}),
     )
   })

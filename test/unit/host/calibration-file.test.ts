@@ -5,6 +5,7 @@ import {join} from 'node:path'
 import {type Calibration, readCalibration, writeCalibration} from '../../../src/host/calibration-file.js'
 import {calibrationFile} from '../../../src/core/state-layout.js'
 import {thrown} from '../support/thrown.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 const CALIBRATION: Calibration = {
   version: 1,
@@ -26,31 +27,31 @@ afterEach(() => rmSync(stateDir, {recursive: true, force: true}))
 
 describe('calibration files', () => {
   it('round-trips under <state>/calibrations/<model>-<driver>.json', () => {
-    const file = writeCalibration(stateDir, CALIBRATION)
+    const file = writeCalibration(stateDir, CALIBRATION, SANDBOX)
     expect(file).toBe(join(stateDir, 'calibrations', 'h200_sxm-550.90.12.json'))
-    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12')).toEqual({file, calibration: CALIBRATION})
+    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12', SANDBOX)).toEqual({file, calibration: CALIBRATION})
   })
 
   it('finds nothing when the model was never calibrated', () => {
-    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12')).toBeNull()
-    writeCalibration(stateDir, CALIBRATION)
-    expect(readCalibration(stateDir, 'h100_sxm', '550.90.12')).toBeNull()
+    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12', SANDBOX)).toBeNull()
+    writeCalibration(stateDir, CALIBRATION, SANDBOX)
+    expect(readCalibration(stateDir, 'h100_sxm', '550.90.12', SANDBOX)).toBeNull()
   })
 
   it('refuses one taken under another driver, and recalibrating replaces it', () => {
-    writeCalibration(stateDir, CALIBRATION)
-    const error = thrown(() => readCalibration(stateDir, 'h200_sxm', '560.35.03'))
+    writeCalibration(stateDir, CALIBRATION, SANDBOX)
+    const error = thrown(() => readCalibration(stateDir, 'h200_sxm', '560.35.03', SANDBOX))
     expect([error.code, error.exit]).toEqual(['CALIBRATION_STALE', 3])
     expect(error.message).toContain('h200_sxm-550.90.12.json')
-    writeCalibration(stateDir, {...CALIBRATION, driver: '560.35.03'})
+    writeCalibration(stateDir, {...CALIBRATION, driver: '560.35.03'}, SANDBOX)
     expect(readdirSync(join(stateDir, 'calibrations'))).toEqual(['h200_sxm-560.35.03.json'])
-    expect(readCalibration(stateDir, 'h200_sxm', '560.35.03')?.calibration.driver).toBe('560.35.03')
+    expect(readCalibration(stateDir, 'h200_sxm', '560.35.03', SANDBOX)?.calibration.driver).toBe('560.35.03')
   })
 
   it('refuses a file whose recorded driver is not the one its name says', () => {
     mkdirSync(join(stateDir, 'calibrations'))
     writeFileSync(calibrationFile(stateDir, 'h200_sxm', '560.35.03'), JSON.stringify(CALIBRATION))
-    expect(thrown(() => readCalibration(stateDir, 'h200_sxm', '560.35.03')).code).toBe('CALIBRATION_STALE')
+    expect(thrown(() => readCalibration(stateDir, 'h200_sxm', '560.35.03', SANDBOX)).code).toBe('CALIBRATION_STALE')
   })
 
   it.each([
@@ -64,13 +65,13 @@ describe('calibration files', () => {
     mkdirSync(join(stateDir, 'calibrations'))
     const file = calibrationFile(stateDir, 'h200_sxm', '550.90.12')
     writeFileSync(file, text)
-    const error = thrown(() => readCalibration(stateDir, 'h200_sxm', '550.90.12'))
+    const error = thrown(() => readCalibration(stateDir, 'h200_sxm', '550.90.12', SANDBOX))
     expect([error.code, error.exit]).toEqual(['CALIBRATION_INVALID', 3])
     expect(error.message).toContain(file)
   })
 
   it('does not take a longer model key for this one', () => {
-    writeCalibration(stateDir, {...CALIBRATION, gpu: {...CALIBRATION.gpu, model: 'h200_sxm_nvl'}, driver: '1.0'})
-    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12')).toBeNull()
+    writeCalibration(stateDir, {...CALIBRATION, gpu: {...CALIBRATION.gpu, model: 'h200_sxm_nvl'}, driver: '1.0'}, SANDBOX)
+    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12', SANDBOX)).toBeNull()
   })
 })

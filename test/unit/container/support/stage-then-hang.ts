@@ -12,6 +12,7 @@ import type {StepImpl} from '../../../../src/apply/steps/step.js'
 import {pinMounts} from '../../../../src/container/pin-mounts.js'
 import {sessionSteps} from '../../../../src/container/session-steps.js'
 import {stagingDirOf} from '../../../../src/core/state-layout.js'
+import {SHARED_STATE_POLICY as SANDBOX} from '../../../../src/core/state-policy.js'
 import type {Executor} from '../../../../src/core/executor.js'
 import {LocalExecutor} from '../../../../src/core/local-executor.js'
 import {SmiGpuControl} from '../../../../src/host/gpu-control.js'
@@ -27,6 +28,7 @@ const deps = {
   steps,
   stateDir,
   bootId: null,
+  trust: SANDBOX,
   catalog: builtinCatalog(),
   cancel: {requested: false},
 }
