@@ -98,6 +98,7 @@ export async function containerInputFor(
     ...(member ? {callerPublicKeys: request.publicKeys, pinned: member.pinned, limits: member.limits} : {}),
     sudo: request.sudo,
     inEngine: call.box !== null,
+    trust: call.policy,
     imageRef: request.image,
     version,
     packageRoot: packageRoot(),

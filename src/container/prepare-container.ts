@@ -4,7 +4,7 @@
  * missing Docker daemon or image fails before any GPU change.
  */
 import {ContainerError} from '../core/errors.js'
-import {statePolicyOf} from '../core/state-policy.js'
+import type {StatePolicy} from '../core/state-policy.js'
 import {userDirOf} from '../core/state-layout.js'
 import {parseVolumeSpec} from './container-flags.js'
 import {containerPrivileges} from './container-privileges.js'
@@ -30,6 +30,8 @@ export type PrepareInput = Omit<ContainerOptions, 'image' | 'imageRef' | 'author
   readonly sudo: boolean
   /** this process is the engine (the call context's box is set): the default image must be the one it built, a user's own runs as the user */
   readonly inEngine: boolean
+  /** whose files in the state directory are trusted: the caller's context's */
+  readonly trust: StatePolicy
   readonly version: string
   readonly stateDir: string
   /** the person who runs up (under sudo, not root): the key folder and key are theirs */
@@ -93,7 +95,7 @@ export async function prepareContainer(
     userDir: userDirOf(input.stateDir, input.keyOwner.uid),
     ...(forCaller ? {homeDir: null, extraPublicKeys: input.callerPublicKeys} : {owner: input.keyOwner}),
     comment: `gpu-cosplay ${input.owner.user}`,
-    trust: statePolicyOf(input.inEngine),
+    trust: input.trust,
   })
   // 0: the Docker daemon picks a free port at bind time and the start reads it back (inspect). A port chosen here
   // first (get-port) could be taken by a concurrent `up` before Docker binds it.

@@ -25,8 +25,9 @@ export type CallContext = {
 }
 
 /** A context from its parts; the policy follows from whether this is the engine. */
-export function callContext(parts: {caller: InvokingUser; box: BoxConfig | null; actsForCaller?: boolean; memberClient?: boolean}): CallContext {
-  const actsForCaller = parts.box !== null && (parts.actsForCaller ?? false)
+export function callContext(parts: {caller: InvokingUser; box: BoxConfig | null; actsForCaller: boolean; memberClient?: boolean}): CallContext {
+  // actsForCaller is asked for, never defaulted: an engine context that forgot it would pass a member as root
+  const actsForCaller = parts.box !== null && parts.actsForCaller
   return {caller: parts.caller, box: parts.box, actsForCaller, memberClient: parts.memberClient ?? false, policy: statePolicyOf(parts.box !== null)}
 }
 

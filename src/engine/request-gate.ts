@@ -7,7 +7,8 @@ export const refusal = (code: string, message: string, exit: number, fix: string
 
 /** what to answer before the request is read: the caller, the box, the arguments */
 export function refuseToServe(argv: readonly string[], env: NodeJS.ProcessEnv, uid: number): ErrorFrame | null {
-  if (uid !== 0 || env[ENGINE_ENV] !== 'caller' || !/^\d+$/.test(env.SUDO_UID ?? '')) {
+  // sudo names the caller in both: a missing SUDO_USER must not leave the caller to a fallback
+  if (uid !== 0 || env[ENGINE_ENV] !== 'caller' || !/^\d+$/.test(env.SUDO_UID ?? '') || !env.SUDO_USER) {
     return refusal('NOT_THROUGH_SUDO', 'the gpu-cosplay engine runs only through sudo', 4, ['run gpu-cosplay as yourself: it asks the engine'])
   }
   if (argv.length > 0) {

@@ -27,7 +27,7 @@ const BOX: BoxConfig = {
   allowContainerSudo: false,
 }
 /** alice at her own sandbox: she is the caller, and the state directory is hers (any teammate's files are read) */
-const sandbox: CallContext = callContext({caller: MEMBER, box: null})
+const sandbox: CallContext = callContext({caller: MEMBER, box: null, actsForCaller: false})
 /** the engine, root, serving alice's request through the sudoers rule: only root's files are trusted */
 const engineForMember: CallContext = callContext({caller: MEMBER, box: BOX, actsForCaller: true})
 

@@ -43,6 +43,8 @@ describe('who may be served', () => {
     expect(refuseToServe([], throughSudo, 1301)?.error).toMatchObject({code: 'NOT_THROUGH_SUDO', exit: 4})
     expect(refuseToServe([], {...throughSudo, GPU_COSPLAY_ENGINE: 'root'}, 0)?.error).toMatchObject({code: 'NOT_THROUGH_SUDO', exit: 4})
     expect(refuseToServe([], {...throughSudo, SUDO_UID: ''}, 0)?.error).toMatchObject({code: 'NOT_THROUGH_SUDO', exit: 4})
+    // sudo names the caller by name too; without it the caller would fall back to the process (root)
+    for (const SUDO_USER of ['', undefined]) expect(refuseToServe([], {...throughSudo, SUDO_USER}, 0)?.error).toMatchObject({code: 'NOT_THROUGH_SUDO', exit: 4})
   })
 
   it.each([[['system', 'install', '--allow-container-sudo', '--yes']], [['plan', 't4', '--out', '/etc/x']], [['--help']], [['']]])(
