@@ -26,10 +26,10 @@ chmod 0440 "$SUDOERS.tmp"
 visudo -cqf "$SUDOERS.tmp" && mv "$SUDOERS.tmp" "$SUDOERS"
 
 # An earlier run that was killed (a CI job cut off, a session ended) can leave its sessions behind: containers
-# that dockerd brings back and staging bind mounts that keep the e2e state directories busy. This machine runs
-# the tests as root on a clean box (step 4 fails on any such container), so they are cleared here rather than
-# failing every suite after them.
-stale=$(docker ps -aq --filter label=io.gpu-cosplay.session)
+# that dockerd brings back and staging bind mounts that keep the e2e state directories busy. Only what the tests
+# make is cleared (sessions on the test base image, mounts under the e2e state dirs): a real session on the same
+# machine is never touched (step 4 still fails on it).
+stale=$(docker ps -aq --filter label=io.gpu-cosplay.session --filter label=io.gpu-cosplay.image.base=gpu-cosplay-test-base:bookworm)
 if [ -n "$stale" ]; then
   echo "e2e: removing containers an interrupted run left: $(echo $stale)" >&2
   docker rm -f $stale >/dev/null
