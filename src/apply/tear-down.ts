@@ -66,9 +66,10 @@ export async function endPartsOf(session: BookSession, deps: BookStoreDeps): Pro
   const closed: ClosedSession[] = []
   if (isLeaseSession(session) || !session.spread) return {closed, unreached: false}
   let unreached = false
+  // read once: it only says which GPU each part's book is for (each part is ended under its own lock below); a damaged
+  // book of another GPU must not stop the parts from ending (the first record is ended already)
+  const scan = scanBooks(deps.stateDir, deps.trust, {skipCorrupt: true})
   for (const part of session.spread.parts) {
-    // a damaged book of another GPU must not stop the parts from ending (the first record is ended already)
-    const scan = scanBooks(deps.stateDir, deps.trust, {skipCorrupt: true})
     const book = scan.books.find((b) => b.book.gpu.uuid === part.gpuUuid)
     if (!book) {
       unreached ||= scan.damaged.length > 0
