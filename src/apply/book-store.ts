@@ -105,8 +105,6 @@ export type WithBookOptions = {
   readonly read?: 'full' | 'settings'
   /** `-L` showed MIG devices on this GPU: its MIG tables are read at the same time as `-q` */
   readonly migExpected?: boolean
-  /** called once the locked read of the GPU has started, for work to overlap with it (bring-up's container preparation) */
-  readonly onReadStarted?: () => void
 }
 
 /** What a user is told of the sessions opening a book rolled back first (their processes had died half-way). */
@@ -157,21 +155,32 @@ export type WithBooksOptions = {
   readonly signal?: AbortSignal
 }
 
+/** Several GPUs' books open under their locks, until the caller closes them (openBooks). */
+export type HeldBooks = OpenBooks & {
+  /** Success: the books still open closed as at the end of any change (closeBook), then every lock let go of. */
+  close(): Promise<void>
+  /** Every lock let go of, the books as they are (after a failure: what was undone is saved already). Idempotent. */
+  release(): Promise<void>
+}
+
 /**
  * Several GPUs' books open at once (a session spread over them): their locks taken one by one in the order of their
  * UUIDs, the one order every process takes them in, so two such calls never wait on each other in a circle; then,
  * with every lock held, the books read and brought up to date side by side (one GPU read's time, not N). The caller
- * may let go of the GPUs it will not change before it acts on the others, so that nobody waits on them meanwhile.
+ * may let go of the GPUs it will not change before it acts on the others, so that nobody waits on them meanwhile,
+ * and ends with close() (it changed them) or release() (it failed); on a failure here every lock is let go of.
  */
-export async function withBooks<T>(
+export async function openBooks(
   deps: BookStoreDeps,
   gpus: readonly {readonly uuid: string; readonly name: string; readonly index?: number}[],
-  act: (books: OpenBooks) => Promise<T>,
   {optionsFor = () => ({}), leaveOutUnreadable = false, signal}: WithBooksOptions = {},
-): Promise<T> {
+): Promise<HeldBooks> {
   const ordered = [...gpus].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
   const taken: (TakenLock | null)[] = []
   const leftOut: {gpu: (typeof gpus)[number]; reason: string}[] = []
+  const release = async () => {
+    for (const t of taken) await t?.release()
+  }
   try {
     for (const gpu of ordered) {
       try {
@@ -208,11 +217,39 @@ export async function withBooks<T>(
       const s = settled[ordered.indexOf(gpu)]
       return s.status === 'fulfilled' && s.value ? [s.value] : []
     })
-    const result = await act({opens, leftOut, letGo})
-    await letGo([...open])
+    return {
+      opens,
+      leftOut,
+      letGo,
+      async close() {
+        try {
+          await letGo([...open])
+        } finally {
+          await release()
+        }
+      },
+      release,
+    }
+  } catch (error) {
+    await release()
+    throw error
+  }
+}
+
+/** openBooks for the length of `act`: closed when it returns, released when it throws. */
+export async function withBooks<T>(
+  deps: BookStoreDeps,
+  gpus: readonly {readonly uuid: string; readonly name: string; readonly index?: number}[],
+  act: (books: OpenBooks) => Promise<T>,
+  options: WithBooksOptions = {},
+): Promise<T> {
+  const held = await openBooks(deps, gpus, options)
+  try {
+    const result = await act(held)
+    await held.close()
     return result
   } finally {
-    for (const t of taken) await t?.release()
+    await held.release()
   }
 }
 
@@ -241,9 +278,7 @@ async function openBook(
   }
   const index = gpu.index ?? indexInThisBoot(book, deps.bootId)
   const probe = () => deps.gpu.probeGpu(gpu.uuid, {mig: options.read !== 'settings', migExpected: options.migExpected, index})
-  const reading = probe()
-  options.onReadStarted?.()
-  let live = await reading
+  let live = await probe()
   const before = Object.keys(book.sessions)
   const notes = forgetIfRebooted(book, deps.bootId)
   if (deps.bootId !== null) book.bootId = deps.bootId

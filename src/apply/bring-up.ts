@@ -12,8 +12,8 @@ import {placeRanks} from '../plan/plan-ranks.js'
 import type {GpuWideRequest, Objective, Plan, PlanBasis} from '../plan/types.js'
 import type {PlanCalibration} from '../plan/measured-throughput.js'
 import {readCalibration} from '../host/calibration-file.js'
-import {type BookStoreDeps, type OpenBook, type OpenBooks, scanBooks, withBooks} from './book-store.js'
-import {type Cancellation, completeOrUnwind, runSteps} from './journal.js'
+import {type BookStoreDeps, type HeldBooks, type OpenBook, openBooks, scanBooks} from './book-store.js'
+import {type BookedRecord, type Cancellation, markActive, runSteps, unwindRecords} from './journal.js'
 import {deviceOfRank, type GpuBook, heldSettings, migSlotsOf, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertWithinQuota, holdingOf, slicesOf, withQuotaLock} from './quota-check.js'
 import {assertNameNotReserved, assertSessionName, releaseName, reserveAutoName, reserveName, type UserLookup} from './session-names.js'
@@ -21,7 +21,7 @@ import {createGpuInstance} from './steps/instance-steps.js'
 import {enableMig, lockClocks, setPersistence, setPowerLimit} from './steps/lease-steps.js'
 import {mpsStepFor, type StartMpsParams} from './steps/mps-step.js'
 import {stepFor} from './steps/registry.js'
-import type {PlannedStep} from './steps/step.js'
+import type {PlannedStep, StepContext} from './steps/step.js'
 import {physicalMiBOf} from '../plan/physical-memory.js'
 
 export type Owner = {readonly uid: number; readonly user: string}
@@ -43,13 +43,6 @@ export type UpRequest = {
   readonly mpsAvailable: boolean
   /** start the session's MPS daemon on the host (no container; with one, its entrypoint runs the daemon) */
   readonly mpsOnHost: {readonly owner: {readonly uid: number; readonly gid: number}; readonly runAsOwner: boolean} | null
-  /**
-   * What must be settled before the GPU's first change (the container's engine, image and key). Started once the
-   * locked read of the GPU is under way, so the two overlap; awaited after planning, before the session is recorded.
-   */
-  readonly beforeChanges?: () => Promise<void>
-  /** steps of later layers (the container), run once the instance exists (before the GPU-wide settings), in the same journal */
-  readonly extraSteps?: (session: SessionRecord, live: HostGpu) => PlannedStep[]
   /** what the plan matches: what the target measures (default) or its datasheet (up --datasheet) */
   readonly basis?: PlanBasis
   /** the session ends by itself this long after it is recorded (core/session-policy.ts resolveTtlMs); null or absent: never */
@@ -91,14 +84,35 @@ export type ActiveSession = {
 
 /**
  * Applies a plan as a journaled session: on one GPU, or (up --count N with no --host-gpu) on the GPUs the planner
- * places the ranks on, all or nothing. On any failure, or Ctrl-C, it undoes what it did.
+ * places the ranks on, all or nothing. On any failure, or Ctrl-C, it undoes what it did. These are `up`'s phases on
+ * the GPU side, in order; container/launch-session.ts runs the same phases with the container's work between them.
  */
 export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveSession> {
+  const up = await beginUp(request, deps)
+  try {
+    await up.plan()
+    await up.record()
+    await up.makeDevices()
+    await up.setGpuWide()
+    return up.activate()
+  } catch (error) {
+    await up.undo(error)
+    throw error
+  } finally {
+    await up.end()
+  }
+}
+
+/**
+ * The first phase of `up`: the name checked and claimed, then the GPUs' locks taken and, under them, their books
+ * read, the GPUs read and what dead processes left rolled back. A first look names the GPUs (`-L`: one cheap call);
+ * everything else is read under the locks, which the session holds until end().
+ */
+export async function beginUp(request: UpRequest, deps: UpDeps): Promise<UpUnderway> {
   if (request.name !== null) {
     assertSessionName(request.name)
     assertNameNotReserved(request.name, {...request.owner, isRoot: deps.isRoot ?? request.owner.uid === 0}, deps.userIdOf)
   }
-  // A first look names the GPUs (`-L`: one cheap call); everything else is read under their locks.
   const listed = await (deps.firstListing ?? deps.gpu.listGpus())
   const count = request.count ?? 1
   const gpus = count > 1 && request.hostGpu === null && listed.gpus.length > 1 ? listed.gpus : [pickGpu(listed, request.hostGpu ?? 0)]
@@ -110,27 +124,23 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
   if (request.name !== null && !reserveName(deps.stateDir, name, claim)) {
     throw new StateError('SESSION_EXISTS', `a session named "${name}" already exists`, {exit: 2, fix: ['pick another --name', 'see them: gpu-cosplay ps']})
   }
-  let settled: Promise<void> | null = null
-  const onReadStarted = request.beforeChanges
-    ? () => {
-        // a macrotask later: the read's nvidia-smi is spawned first, then the gate's module loading runs beside it
-        settled ??= new Promise<void>((resolve) => setImmediate(resolve)).then(request.beforeChanges)
-        settled.catch(() => undefined) // awaited by bringUpLocked; unobserved when planning fails first
-      }
-    : undefined
   try {
-    const optionsFor = (gpu: {readonly uuid: string}) => ({migExpected: migBefore.get(gpu.uuid)!.size > 0, onReadStarted})
-    return await withBooks(deps, gpus, (books) => bringUpLocked(request, deps, name, books, migBefore, () => settled ?? Promise.resolve()), {
-      optionsFor,
+    const books = await openBooks(deps, gpus, {
+      optionsFor: (gpu) => ({migExpected: migBefore.get(gpu.uuid)!.size > 0}),
       // a spread goes where it fits: a GPU that cannot be read now is one it does not go to
       leaveOutUnreadable: spread,
       signal: deps.cancel.signal,
     })
+    return new UpUnderway(request, deps, name, books, migBefore)
   } catch (error) {
-    // a record whose undo could not finish keeps the name (recover, or down, releases it once the record is gone)
-    if (!recordsNamed(deps, name)) releaseName(deps.stateDir, name)
+    releaseUnlessRecorded(deps, name)
     throw error
   }
+}
+
+/** A record whose undo could not finish keeps the name (recover, or down, releases it once the record is gone). */
+function releaseUnlessRecorded(deps: BookStoreDeps, name: string): void {
+  if (!recordsNamed(deps, name)) releaseName(deps.stateDir, name)
 }
 
 /** Whether any book holds a record of this name (a damaged book is no evidence either way; books not read: it may). */
@@ -145,155 +155,265 @@ function recordsNamed(deps: BookStoreDeps, name: string): boolean {
 /** One GPU's share of the session: its book, the plan on it, its ranks from firstRank on, and its record. */
 type Share = {readonly open: OpenBook; readonly plan: Plan; readonly firstRank: number; readonly ranks: number; readonly record: SessionRecord}
 
-async function bringUpLocked(
-  request: UpRequest,
-  deps: UpDeps,
-  name: string,
-  {opens, leftOut, letGo}: OpenBooks,
-  migBefore: ReadonlyMap<string, ReadonlySet<string>>,
-  beforeChanges: () => Promise<void>,
-): Promise<ActiveSession> {
-  const spread = opens.length + leftOut.length > 1
-  // a GPU not read now may be read later (up --wait waits for it); one the catalog cannot model never takes a rank
-  const refused = leftOut.map(({gpu, reason}) => ({reason: `GPU ${gpu.index ?? gpu.uuid}: ${reason}`, lasting: false}))
-  const hosts = opens.flatMap((open) => {
-    try {
-      const model = hostModelFor(deps.catalog, open.live)
-      // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
-      const calibration = calibrationOf(deps.stateDir, deps.trust, model.key, open.live.driverVersion ?? null)
-      return [{open, host: planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration}), held: heldSettings(open.book)}]
-    } catch (error) {
-      // a spread goes where it can be planned: a GPU of a model the catalog lacks, or a stale calibration, is left out
-      if (!spread || !isCosplayError(error)) throw error
-      refused.push({reason: `GPU ${open.live.index}: ${error.message}`, lasting: true})
-      return []
-    }
-  })
-  const books = opens.map((o) => o.book)
-  const quota = request.quota ?? null
-  // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
-  if (quota) assertWithinQuota(quota, holdingOf(deps, request.owner.uid, books), 0)
-  const options = {strict: request.strict, ...request.gpuWide, basis: request.basis}
-  const count = request.count ?? 1
-  // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on these GPUs now
-  const placed =
-    count > 1
-      ? placeRanks(request.target, hosts, request.objective, count, options, refused).gpus.map((g) => ({
-          ...g,
-          open: hosts.find((h) => h.host === g.host)!.open,
-        }))
-      : [{open: opens[0], ranks: 1, plan: planOnGpu(request.target, hosts[0].host, request.objective, hosts[0].held, options)}]
-  // the GPUs it does not go to are let go of now: nobody waits on them while this session comes up
-  await letGo(opens.filter((o) => !placed.some((p) => p.open === o)))
-  const plan = placed[0].plan
-  await beforeChanges()
-  const createdAt = new Date().toISOString()
-  const shares: Share[] = []
-  for (const [i, p] of placed.entries()) {
-    const firstRank = shares.reduce((sum, s) => sum + s.ranks, 0)
-    const slot = () => p.plan.mig && {profile: p.plan.mig.profile, profileId: p.plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null}
-    const spread = i === 0 && placed.length > 1
-    const record: SessionRecord = {
-      ...newSessionBase(name, request),
-      createdAt,
-      target: {key: request.target.key, name: request.target.name},
-      plan: p.plan,
-      mig: slot(),
-      ...(p.ranks > 1 && p.plan.mig ? {moreSlices: Array.from({length: p.ranks - 1}, () => slot()!)} : {}),
-      // a lifetime counted from the moment the session is recorded as made (its createdAt), to the millisecond
-      ...(i === 0 && request.ttlMs ? {expiresAt: new Date(Date.parse(createdAt) + request.ttlMs).toISOString()} : {}),
-      ...(spread ? {spread: {ranksHere: p.ranks, parts: []}} : {}),
-      ...(i > 0 ? {partOf: {gpuUuid: placed[0].open.book.gpu.uuid, createdAt, firstRank, count: p.ranks}} : {}),
-    }
-    shares.push({open: p.open, plan: p.plan, firstRank, ranks: p.ranks, record})
+type Stage = 'open' | 'planned' | 'recorded' | 'active' | 'undone'
+
+/**
+ * A session on its way up, its GPUs' locks held: the phases after beginUp, each once and in this order: plan, record,
+ * makeDevices, (a later layer's steps, runSteps), setGpuWide, activate; then undo on a failure, and end always. From
+ * record on, the session is in the journal: a crash anywhere after it is rolled back by the next command, and a failure
+ * is undone by undo (or by end, if the caller did not).
+ */
+export class UpUnderway {
+  private stage: Stage = 'open'
+  private shares: Share[] = []
+  private ctxs: StepContext[] = []
+  private notes: string[] = []
+
+  constructor(
+    private readonly request: UpRequest,
+    private readonly deps: UpDeps,
+    readonly name: string,
+    private readonly books: HeldBooks,
+    private readonly migBefore: ReadonlyMap<string, ReadonlySet<string>>,
+  ) {}
+
+  /** The session's first record (rank 0's GPU), which a later layer's steps are made from; from record on. */
+  get session(): SessionRecord {
+    return this.at('recorded').shares[0].record
   }
-  const [first, ...parts] = shares
-  first.record.spread?.parts.push(
-    ...parts.map((s) => ({
-      gpuUuid: s.open.book.gpu.uuid,
-      gpuIndex: s.open.live.index,
-      firstRank: s.firstRank,
-      count: s.ranks,
-      devices: Array<null>(s.ranks).fill(null),
-    })),
-  )
-  const record = async () => {
-    // counted over the books of the GPUs it holds now: the ones it let go of are read afresh (others may have changed them)
+
+  /** rank 0's GPU as read under its lock; from record on. */
+  get live(): HostGpu {
+    return this.at('recorded').ctxs[0].live
+  }
+
+  /**
+   * The plan on each GPU it is read from (with the GPU's calibration), within the owner's quota; the GPUs it does not
+   * go to are let go of at once, so nobody waits on them while the session comes up. Returns rank 0's plan.
+   */
+  async plan(): Promise<Plan> {
+    this.next('open', 'planned')
+    const {request, deps, name} = this
+    const {opens, leftOut} = this.books
+    const spread = opens.length + leftOut.length > 1
+    // a GPU not read now may be read later (up --wait waits for it); one the catalog cannot model never takes a rank
+    const refused = leftOut.map(({gpu, reason}) => ({reason: `GPU ${gpu.index ?? gpu.uuid}: ${reason}`, lasting: false}))
+    const hosts = opens.flatMap((open) => {
+      try {
+        const model = hostModelFor(deps.catalog, open.live)
+        // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
+        const calibration = calibrationOf(deps.stateDir, deps.trust, model.key, open.live.driverVersion ?? null)
+        return [{open, host: planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration}), held: heldSettings(open.book)}]
+      } catch (error) {
+        // a spread goes where it can be planned: a GPU of a model the catalog lacks, or a stale calibration, is left out
+        if (!spread || !isCosplayError(error)) throw error
+        refused.push({reason: `GPU ${open.live.index}: ${error.message}`, lasting: true})
+        return []
+      }
+    })
+    const quota = request.quota ?? null
+    // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
     if (quota)
       assertWithinQuota(
         quota,
         holdingOf(
           deps,
           request.owner.uid,
-          shares.map((s) => s.open.book),
+          opens.map((o) => o.book),
         ),
-        slicesOf(first.record),
+        0,
       )
-    const taken = shares.find((s) => s.open.book.sessions[name])
-    if (taken) {
-      throw new StateError('SESSION_EXISTS', `GPU ${taken.open.live.index} still holds a record named "${name}"`, {
-        exit: 2,
-        fix: ['run gpu-cosplay recover, or pick another --name'],
-      })
+    const options = {strict: request.strict, ...request.gpuWide, basis: request.basis}
+    const count = request.count ?? 1
+    // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on these GPUs now
+    const placed =
+      count > 1
+        ? placeRanks(request.target, hosts, request.objective, count, options, refused).gpus.map((g) => ({
+            ...g,
+            open: hosts.find((h) => h.host === g.host)!.open,
+          }))
+        : [{open: opens[0], ranks: 1, plan: planOnGpu(request.target, hosts[0].host, request.objective, hosts[0].held, options)}]
+    await this.books.letGo(opens.filter((o) => !placed.some((p) => p.open === o)))
+    const createdAt = new Date().toISOString()
+    for (const [i, p] of placed.entries()) {
+      const firstRank = this.shares.reduce((sum, s) => sum + s.ranks, 0)
+      const slot = () => p.plan.mig && {profile: p.plan.mig.profile, profileId: p.plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null}
+      const spreadFirst = i === 0 && placed.length > 1
+      const record: SessionRecord = {
+        ...newSessionBase(name, request),
+        createdAt,
+        target: {key: request.target.key, name: request.target.name},
+        plan: p.plan,
+        mig: slot(),
+        ...(p.ranks > 1 && p.plan.mig ? {moreSlices: Array.from({length: p.ranks - 1}, () => slot()!)} : {}),
+        // a lifetime counted from the moment the session is recorded as made (its createdAt), to the millisecond
+        ...(i === 0 && request.ttlMs ? {expiresAt: new Date(Date.parse(createdAt) + request.ttlMs).toISOString()} : {}),
+        ...(spreadFirst ? {spread: {ranksHere: p.ranks, parts: []}} : {}),
+        ...(i > 0 ? {partOf: {gpuUuid: placed[0].open.book.gpu.uuid, createdAt, firstRank, count: p.ranks}} : {}),
+      }
+      this.shares.push({open: p.open, plan: p.plan, firstRank, ranks: p.ranks, record})
     }
-    // the parts first: a crash before the first record is written leaves parts that are starting, rolled back by the
-    // next command that opens their books
-    for (const s of [...parts, first]) {
-      s.open.book.sessions[name] = s.record
-      s.open.persist()
-    }
+    const [first, ...parts] = this.shares
+    first.record.spread?.parts.push(
+      ...parts.map((s) => ({
+        gpuUuid: s.open.book.gpu.uuid,
+        gpuIndex: s.open.live.index,
+        firstRank: s.firstRank,
+        count: s.ranks,
+        devices: Array<null>(s.ranks).fill(null),
+      })),
+    )
+    return first.plan
   }
-  // counted and recorded under the box's quota lock: a concurrent up on another GPU sees this session or waits
-  await (quota ? withQuotaLock(deps.stateDir, deps.trust, record) : record())
 
-  const ctxs = shares.map((s) => s.open.contextFor(s.record))
-  const notes = [...new Set([...opens.flatMap((o) => o.notes), ...leftOut.map(({gpu, reason}) => `left GPU ${gpu.index ?? gpu.uuid} out: ${reason}`)])]
-  const booked = (i: number) => ({ctx: ctxs[i], persist: shares[i].open.persist})
-  await completeOrUnwind(
-    ctxs[0],
-    first.open.persist,
-    deps,
-    async () => {
-      for (const [i, s] of shares.entries()) {
-        await runSteps(ctxs[i], s.open.persist, instanceSteps(s.plan, s.firstRank, s.ranks), deps.cancel)
-        await nameSlots(deps.gpu, ctxs[i].live, s.record, s.open.book, migBefore.get(s.open.book.gpu.uuid)!)
+  /**
+   * The session written into its GPUs' books as starting, counted and recorded under the box's quota lock (a
+   * concurrent up on another GPU sees this session or waits). Nothing on a GPU has changed before this.
+   */
+  async record(): Promise<void> {
+    this.next('planned', 'recorded')
+    const {request, deps, name, shares} = this
+    const [first, ...parts] = shares
+    const quota = request.quota ?? null
+    const write = async () => {
+      // counted over the books of the GPUs it holds now: the ones it let go of are read afresh (others may have changed them)
+      if (quota)
+        assertWithinQuota(
+          quota,
+          holdingOf(
+            deps,
+            request.owner.uid,
+            shares.map((s) => s.open.book),
+          ),
+          slicesOf(first.record),
+        )
+      const taken = shares.find((s) => s.open.book.sessions[name])
+      if (taken) {
+        throw new StateError('SESSION_EXISTS', `GPU ${taken.open.live.index} still holds a record named "${name}"`, {
+          exit: 2,
+          fix: ['run gpu-cosplay recover, or pick another --name'],
+        })
+      }
+      // the parts first: a crash before the first record is written leaves parts that are starting, rolled back by the
+      // next command that opens their books
+      for (const s of [...parts, first]) {
+        s.open.book.sessions[name] = s.record
         s.open.persist()
       }
-      // the first record names every rank's device: the container is made from it
-      for (const [i, part] of (first.record.spread?.parts ?? []).entries()) {
-        const s = parts[i]
-        part.devices = Array.from({length: s.ranks}, (_, k) => deviceOfRank(s.record, s.firstRank + k, s.open.book.gpu.uuid))
-      }
-      first.open.persist()
-      if (plan.mps && request.mpsOnHost) {
-        const {owner, runAsOwner} = request.mpsOnHost
-        const impl = stepFor(deps.steps, 'start-mps')
-        for (const [i, s] of shares.entries()) {
-          const daemons = Array.from({length: s.ranks}, (_, k) =>
-            mpsStepFor(impl, s.plan.mps!, deps.stateDir, deps.trust, name, owner, runAsOwner, s.firstRank + k),
-          )
-          await runSteps(ctxs[i], s.open.persist, daemons, deps.cancel)
-        }
-      }
-      if (request.extraSteps) await runSteps(ctxs[0], first.open.persist, request.extraSteps(first.record, ctxs[0].live), deps.cancel)
-      // Last, because nothing before depends on them: a container's entrypoint and sshd start while these calls run.
-      for (const [i, s] of shares.entries()) await runSteps(ctxs[i], s.open.persist, gpuWideSteps(s.plan), deps.cancel)
-    },
-    notes,
-    parts.map((_, i) => booked(i + 1)),
-  )
+    }
+    try {
+      await (quota ? withQuotaLock(deps.stateDir, deps.trust, write) : write())
+    } catch (error) {
+      // not (wholly) recorded: a part written before the failure is starting, for the next command to roll back
+      this.stage = 'planned'
+      throw error
+    }
+    this.ctxs = shares.map((s) => s.open.contextFor(s.record))
+    const {opens, leftOut} = this.books
+    this.notes = [...new Set([...opens.flatMap((o) => o.notes), ...leftOut.map(({gpu, reason}) => `left GPU ${gpu.index ?? gpu.uuid} out: ${reason}`)])]
+  }
 
-  return {
-    name,
-    gpuUuid: first.open.book.gpu.uuid,
-    gpuIndex: ctxs[0].live.index,
-    session: first.record,
-    plan,
-    physicalMiB: physicalMiBOf(plan, ctxs[0].live.memoryTotalMiB),
-    mpsDaemon: mpsDaemonOf(first.record),
-    parts: parts.map((s) => ({gpuUuid: s.open.book.gpu.uuid, gpuIndex: s.open.live.index, session: s.record})),
-    recovered: opens.flatMap((o) => o.recovered),
-    notes: [...notes, ...ctxs.flatMap((c) => c.notes)],
+  /**
+   * What the session runs on, on each of its GPUs: persistence, then (on a slice) MIG mode and its instances, named
+   * by their UUIDs; the first record names every rank's device (a container is made from it); and without a
+   * container, the session's MPS daemons on the host.
+   */
+  async makeDevices(): Promise<void> {
+    this.at('recorded')
+    const {request, deps, name, shares, ctxs} = this
+    const [first, ...parts] = shares
+    for (const [i, s] of shares.entries()) {
+      await runSteps(ctxs[i], s.open.persist, instanceSteps(s.plan, s.firstRank, s.ranks), deps.cancel)
+      await nameSlots(deps.gpu, ctxs[i].live, s.record, s.open.book, this.migBefore.get(s.open.book.gpu.uuid)!)
+      s.open.persist()
+    }
+    for (const [i, part] of (first.record.spread?.parts ?? []).entries()) {
+      const s = parts[i]
+      part.devices = Array.from({length: s.ranks}, (_, k) => deviceOfRank(s.record, s.firstRank + k, s.open.book.gpu.uuid))
+    }
+    first.open.persist()
+    if (first.plan.mps && request.mpsOnHost) {
+      const {owner, runAsOwner} = request.mpsOnHost
+      const impl = stepFor(deps.steps, 'start-mps')
+      for (const [i, s] of shares.entries()) {
+        const daemons = Array.from({length: s.ranks}, (_, k) =>
+          mpsStepFor(impl, s.plan.mps!, deps.stateDir, deps.trust, name, owner, runAsOwner, s.firstRank + k),
+        )
+        await runSteps(ctxs[i], s.open.persist, daemons, deps.cancel)
+      }
+    }
+  }
+
+  /** Steps of a later layer (the container), journaled in the first record after its devices, undone with the rest. */
+  async runSteps(steps: readonly PlannedStep[]): Promise<void> {
+    this.at('recorded')
+    await runSteps(this.ctxs[0], this.shares[0].open.persist, steps, this.deps.cancel)
+  }
+
+  /** The GPU-wide settings the plan takes (a whole GPU's, or asked for): last, since nothing before depends on them. */
+  async setGpuWide(): Promise<void> {
+    this.at('recorded')
+    for (const [i, s] of this.shares.entries()) await runSteps(this.ctxs[i], s.open.persist, gpuWideSteps(s.plan), this.deps.cancel)
+  }
+
+  /** The commit: every record turns active (the parts first); a Ctrl-C that came during the last step is INTERRUPTED. */
+  activate(): ActiveSession {
+    this.at('recorded')
+    markActive(this.booked(), this.deps.cancel)
+    this.stage = 'active'
+    const {name, shares, ctxs, notes} = this
+    const [first, ...parts] = shares
+    return {
+      name,
+      gpuUuid: first.open.book.gpu.uuid,
+      gpuIndex: ctxs[0].live.index,
+      session: first.record,
+      plan: first.plan,
+      physicalMiB: physicalMiBOf(first.plan, ctxs[0].live.memoryTotalMiB),
+      mpsDaemon: mpsDaemonOf(first.record),
+      parts: parts.map((s) => ({gpuUuid: s.open.book.gpu.uuid, gpuIndex: s.open.live.index, session: s.record})),
+      recovered: this.books.opens.flatMap((o) => o.recovered),
+      notes: [...notes, ...ctxs.flatMap((c) => c.notes)],
+    }
+  }
+
+  /**
+   * After a failure, or Ctrl-C: a session recorded but not active is undone newest step first on every GPU and leaves
+   * the books; what cannot be undone stays journaled for `recover`, and `error` says so in its notes.
+   */
+  async undo(error: unknown): Promise<void> {
+    if (this.stage !== 'recorded') return
+    this.stage = 'undone'
+    await unwindRecords(this.booked(), this.deps, error, this.notes)
+  }
+
+  /**
+   * Always last: an active session's books closed and every lock let go of; after a failure the locks let go of, and
+   * the name too unless a record of it remains (undone here first if the caller did not).
+   */
+  async end(): Promise<void> {
+    if (this.stage === 'recorded') await this.undo(null)
+    if (this.stage === 'active') {
+      await this.books.close()
+      return
+    }
+    await this.books.release()
+    releaseUnlessRecorded(this.deps, this.name)
+  }
+
+  /** Each record with its step context and its book's persist, rank 0's first. */
+  private booked(): BookedRecord[] {
+    return this.shares.map((s, i) => ({ctx: this.ctxs[i], persist: s.open.persist}))
+  }
+
+  private at(stage: Stage): this {
+    if (this.stage !== stage) throw new Error(`bring-up: a phase for a session ${stage} ran on one ${this.stage}`)
+    return this
+  }
+
+  private next(from: Stage, to: Stage): void {
+    this.at(from)
+    this.stage = to
   }
 }
 

@@ -107,6 +107,7 @@ export type BookedRecord = {readonly ctx: StepContext; readonly persist: Persist
  * undone stays journaled for `recover`, and the error says so in its notes. A session spread over several GPUs has
  * a record in each (`parts`): they turn active before the first one, which turns active last (the commit: a crash
  * before it voids the parts, recoverAbandoned), and are undone after it (its container holds their devices).
+ * bring-up runs the same two halves as phases of its own (markActive, unwindRecords).
  */
 export async function completeOrUnwind(
   ctx: StepContext,
@@ -119,25 +120,44 @@ export async function completeOrUnwind(
   const records = [{ctx, persist}, ...parts]
   try {
     await act()
-    if (deps.cancel.requested) throw new StateError('INTERRUPTED', 'interrupted; undoing what was done')
-    for (const record of [...parts, {ctx, persist}]) {
-      record.ctx.session.phase = 'active'
-      record.persist()
-    }
+    markActive(records, deps.cancel)
   } catch (error) {
-    deps.onProgress?.('undoing what this session changed')
-    for (const record of records) {
-      try {
-        await unwindSession(record.ctx, record.persist, deps.steps)
-        delete record.ctx.book.sessions[record.ctx.session.name]
-        record.persist()
-      } catch (undoError) {
-        notes.push(`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`)
-      }
-    }
-    addErrorNotes(error, notes)
+    await unwindRecords(records, deps, error, notes)
     throw error
   }
+}
+
+/** The records of a session whose steps are all done marked active, its parts first; Ctrl-C meanwhile is INTERRUPTED. */
+export function markActive(records: readonly BookedRecord[], cancel: Cancellation): void {
+  if (cancel.requested) throw new StateError('INTERRUPTED', 'interrupted; undoing what was done')
+  const [first, ...parts] = records
+  for (const record of [...parts, first]) {
+    record.ctx.session.phase = 'active'
+    record.persist()
+  }
+}
+
+/**
+ * A session that failed on its way up undone, every record (the first, then its parts on other GPUs) in reverse
+ * journal order and removed from its book; what could not be undone stays journaled and is noted on the error.
+ */
+export async function unwindRecords(
+  records: readonly BookedRecord[],
+  deps: {readonly steps: StepRegistry; readonly onProgress?: (message: string) => void},
+  error: unknown,
+  notes: string[],
+): Promise<void> {
+  deps.onProgress?.('undoing what this session changed')
+  for (const record of records) {
+    try {
+      await unwindSession(record.ctx, record.persist, deps.steps)
+      delete record.ctx.book.sessions[record.ctx.session.name]
+      record.persist()
+    } catch (undoError) {
+      notes.push(`could not undo everything (${(undoError as Error).message}); run gpu-cosplay recover`)
+    }
+  }
+  addErrorNotes(error, notes)
 }
 
 /**

@@ -8,7 +8,7 @@
  * Docker is loaded lazily (dockerode alone takes ~90 ms to load): overlapping that with the GPU read is most of
  * what keeps `up` under a second.
  */
-import {type ActiveSession, bringUp, type UpDeps, type UpRequest} from '../apply/bring-up.js'
+import {type ActiveSession, beginUp, type UpDeps, type UpRequest} from '../apply/bring-up.js'
 import {amendSession} from '../apply/book-store.js'
 import {stepFor} from '../apply/steps/registry.js'
 import {tearDown} from '../apply/tear-down.js'
@@ -34,43 +34,32 @@ export type LaunchedSession = {
 
 export const READY_TIMEOUT_MS = 30_000
 
-/** The default image is missing: bring-up gives up before any change, and the build runs outside the GPU lock. */
-class BuildNeeded extends Error {}
-
 /**
  * The phases, in order:
- * 1. Docker, the image and the ssh key are settled while bring-up reads the GPUs under their locks (bring-up waits
- *    for them after planning, before its first change). A missing default image ends this try before any change;
- *    it is built with no lock held, and bring-up starts again.
- * 2. The GPU steps, then the container step, in one journal (apply/bring-up.ts); the container boots while the
- *    GPU-wide settings, which come last, are set.
+ * 1. Side by side: the GPUs locked and read and the session planned (apply/bring-up.ts), and Docker, the image and
+ *    the ssh key settled. A missing default image ends this try before any change; it is built with no lock held,
+ *    and the GPU side starts again.
+ * 2. The GPU steps, then the container step, then the GPU-wide settings, in one journal: the container boots while
+ *    the GPU-wide settings are set.
  * 3. The container is waited for until usable (its sshd, or its entrypoint, and with MPS in the plan its daemon).
  * 4. The host key it showed is pinned in the record, and the user's --env values are handed to the session user.
  * A session that never becomes usable is ended as `down` ends it.
  */
 export async function launchSession(
-  request: Omit<UpRequest, 'extraSteps' | 'beforeChanges'>,
+  request: UpRequest,
   container: PrepareInput,
   deps: UpDeps & {readonly isRoot: boolean},
   hooks: LaunchHooks = {},
 ): Promise<LaunchedSession> {
   const docker = dockerOf(container)
-  const steps = {start: stepFor(deps.steps, 'start-container'), stage: stepFor(deps.steps, 'stage-mounts')}
-  const upRequest = (prepared: () => PreparedContainer): UpRequest => ({
-    ...request,
-    extraSteps: (session, live) => containerSteps(prepared().options, steps)(session, live),
-  })
-
   // 1 and 2
-  let active: ActiveSession
-  try {
-    active = await bringUp({...upRequest(docker.prepared), beforeChanges: () => docker.prepare(false)}, deps)
-  } catch (error) {
-    if (!(error instanceof BuildNeeded)) throw error
-    await docker.prepare(true)
-    // after an image build (minutes) the first look is old: bring-up looks again
-    active = await bringUp(upRequest(docker.prepared), {...deps, firstListing: undefined})
+  let active = await upBeside(docker.prepare(false), request, deps)
+  if (active === 'build-needed') {
+    // built with no GPU lock held; after a build (minutes) the first look is old: bring-up looks again
+    const built = await docker.prepare(true)
+    active = await upBeside(Promise.resolve(built), request, {...deps, firstListing: undefined})
   }
+  if (active === 'build-needed') throw new Error('launchSession: the image was built, and is still missing')
   const prepared = docker.prepared()
   const launched = sessionContainer(active.session)
 
@@ -96,6 +85,33 @@ export async function launchSession(
 }
 
 /**
+ * bring-up's phases with the container's between them: the GPUs read and planned while `preparing` settles Docker,
+ * the image and the key (no GPU change without them), then the container step in the session's journal, after its
+ * devices and before the GPU-wide settings. 'build-needed': the image is missing, and nothing was changed.
+ */
+async function upBeside(preparing: Promise<PreparedContainer | 'build-needed'>, request: UpRequest, deps: UpDeps): Promise<ActiveSession | 'build-needed'> {
+  preparing.catch(() => undefined) // awaited below; unobserved only when the GPU side fails first
+  const up = await beginUp(request, deps)
+  try {
+    await up.plan()
+    const prepared = await preparing
+    if (prepared === 'build-needed') return 'build-needed'
+    await up.record()
+    await up.makeDevices()
+    await up.runSteps(
+      containerSteps(prepared.options, {start: stepFor(deps.steps, 'start-container'), stage: stepFor(deps.steps, 'stage-mounts')})(up.session, up.live),
+    )
+    await up.setGpuWide()
+    return up.activate()
+  } catch (error) {
+    await up.undo(error)
+    throw error
+  } finally {
+    await up.end()
+  }
+}
+
+/**
  * Docker for one `up`, loaded on first use (dockerode alone takes ~90 ms to load: loaded while the GPU is read, it
  * costs nothing), and what was prepared with it.
  */
@@ -107,14 +123,15 @@ function dockerOf(input: PrepareInput) {
     return value
   }
   return {
-    async prepare(mayBuild: boolean): Promise<void> {
+    async prepare(mayBuild: boolean): Promise<PreparedContainer | 'build-needed'> {
       const [{prepareContainer}, {DockerRuntime}] = await Promise.all([import('./prepare-container.js'), import('./runtime.js')])
       runtime ??= new DockerRuntime()
       const outcome = await prepareContainer(input, runtime, {mayBuild})
-      if (outcome === 'build-needed') throw new BuildNeeded()
+      if (outcome === 'build-needed') return outcome
       prepared = outcome
       // ssh2 loads (~30 ms) while the GPU steps wait on nvidia-smi, not after the container started
       if (outcome.options.sshPort !== null) import('./ssh-client.js').catch(() => undefined)
+      return outcome
     },
     prepared: () => settled(prepared, 'the prepared container'),
     runtime: () => settled(runtime, 'Docker'),

@@ -76,7 +76,7 @@ export const REDACTED = '(not recorded)'
 export type ContainerStepImpls = {readonly start: StepImpl; readonly stage: StepImpl}
 
 /**
- * The step list `up` hands to bringUp as extraSteps: with pinned mounts (the engine acting for a member) the staging
+ * The steps `up` runs in the session's journal after its devices (UpUnderway.runSteps): with pinned mounts (the engine acting for a member) the staging
  * binds first, then the container. The journal records the user's --env values redacted (undo needs only the file they
  * are kept in, the name and the labels) and no descriptor; the live run gets the real values and the open descriptors.
  */

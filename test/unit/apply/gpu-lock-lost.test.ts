@@ -13,7 +13,7 @@ import {listSessions, type OpenBook, withBook} from '../../../src/apply/book-sto
 import {bringUp} from '../../../src/apply/bring-up.js'
 import {cleanupTemps} from '../../cli/support/run-cli.js'
 import {target} from '../plan/catalog-for-tests.js'
-import {BOB, simBox, upRequest} from './sim-deps.js'
+import {BOB, bringUpPausing, simBox, upRequest} from './sim-deps.js'
 import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 jest.setTimeout(60_000)
@@ -55,19 +55,12 @@ describe('a process that lost its GPU lock', () => {
     const box = simBox()
     const stale = await pausedHolder(box)
     let lockWhileInside: boolean | null = null
-    const up = await bringUp(
-      upRequest(BOB, {
-        target: target('1650'),
-        name: 'bobs',
-        // inside the new holder's lock: the stale holder resumes, fails, and must not release what is not its lock
-        beforeChanges: async () => {
-          stale.resume()
-          await stale.done.catch(() => undefined)
-          lockWhileInside = existsSync(stale.lockDir)
-        },
-      }),
-      box.deps,
-    )
+    // inside the new holder's lock: the stale holder resumes, fails, and must not release what is not its lock
+    const up = await bringUpPausing(upRequest(BOB, {target: target('1650'), name: 'bobs'}), box.deps, async () => {
+      stale.resume()
+      await stale.done.catch(() => undefined)
+      lockWhileInside = existsSync(stale.lockDir)
+    })
     await expect(stale.done).rejects.toMatchObject({code: 'GPU_LOCK_LOST', exit: 3})
     expect(lockWhileInside).toBe(true)
     expect(up.name).toBe('bobs')

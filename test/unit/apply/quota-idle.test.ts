@@ -16,7 +16,7 @@ import {NO_POLICY, quotaFor, sessionPolicyOf} from '../../../src/core/session-po
 import {cleanupTemps} from '../../cli/support/run-cli.js'
 import {MUTATING} from '../../cli/support/run-cli-async.js'
 import {target} from '../plan/catalog-for-tests.js'
-import {ALICE, BOB, gpuPicture, simBox, upRequest} from './sim-deps.js'
+import {ALICE, BOB, bringUpPausing, gpuPicture, simBox, upRequest} from './sim-deps.js'
 import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 jest.setTimeout(60_000)
@@ -99,11 +99,11 @@ describe('quotas', () => {
     const quota = {sessions: 1, slices: null, source: "the box's quota"}
     let solo: Promise<unknown> | undefined
     // while the spread up prepares (after it let go of GPU 2), the same user takes a session on GPU 2
-    const beforeChanges = async () => {
+    const meanwhile = async () => {
       solo ??= bringUp(upRequest(ALICE, {target: target('t4'), hostGpu: 2, quota, name: 'solo'}), box.deps)
       await solo.catch(() => undefined)
     }
-    const quad = bringUp(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, quota, name: 'quad', beforeChanges}), box.deps)
+    const quad = bringUpPausing(upRequest(ALICE, {target: target('a6000'), count: 4, hostGpu: null, quota, name: 'quad'}), box.deps, meanwhile)
     await expect(quad).rejects.toMatchObject({code: 'QUOTA_EXCEEDED'})
     await solo
     const held = listSessions(box.stateDir, SANDBOX).filter((l) => !isSessionPart(l.session))

@@ -6,7 +6,7 @@
 import {hostname} from 'node:os'
 import {join} from 'node:path'
 
-import type {UpDeps, UpRequest} from '../../../src/apply/bring-up.js'
+import {type ActiveSession, beginUp, type UpDeps, type UpRequest} from '../../../src/apply/bring-up.js'
 import {resolveStateDir} from '../../../src/apply/state-dir.js'
 import {sessionSteps} from '../../../src/container/session-steps.js'
 import type {Executor} from '../../../src/core/executor.js'
@@ -56,4 +56,25 @@ export function upRequest(owner: {uid: number; user: string}, extra: Partial<UpR
 export function gpuPicture(sim: Sim, gpu = 0): unknown {
   const g = sim.state().gpus[gpu]
   return {persistence: g.persistence, mig: g.mig_current, gis: g.gis, clocks: g.clocks_locked, power: g.power_limit}
+}
+
+/**
+ * bringUp's phases with `meanwhile` run after planning, before the session is recorded (where `up` settles its
+ * container's engine, image and key): the moment a concurrent command can slip in with this up's locks held.
+ */
+export async function bringUpPausing(request: UpRequest, deps: UpDeps, meanwhile: () => Promise<void>): Promise<ActiveSession> {
+  const up = await beginUp(request, deps)
+  try {
+    await up.plan()
+    await meanwhile()
+    await up.record()
+    await up.makeDevices()
+    await up.setGpuWide()
+    return up.activate()
+  } catch (error) {
+    await up.undo(error)
+    throw error
+  } finally {
+    await up.end()
+  }
 }

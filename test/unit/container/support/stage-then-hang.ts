@@ -6,7 +6,7 @@
  */
 import {hostname} from 'node:os'
 
-import {bringUp} from '../../../../src/apply/bring-up.js'
+import {beginUp} from '../../../../src/apply/bring-up.js'
 import {stepFor} from '../../../../src/apply/steps/registry.js'
 import type {StepImpl} from '../../../../src/apply/steps/step.js'
 import {pinMounts} from '../../../../src/container/pin-mounts.js'
@@ -46,7 +46,8 @@ const hanging: StepImpl = {
 }
 const {workspace: w} = pinned
 const params = {dir: stagingDirOf(stateDir, session), entries: [{name: 'workspace', source: w.path, kind: w.kind, readOnly: false, dev: w.dev, ino: w.ino}]}
-await bringUp(
+// bring-up's phases up to the container's steps, as container/launch-session.ts runs them
+const up = await beginUp(
   {
     target: target('3090'),
     hostGpu: 0,
@@ -58,7 +59,10 @@ await bringUp(
     hostname: hostname(),
     mpsAvailable: false,
     mpsOnHost: null,
-    extraSteps: () => [{impl: {...hanging, apply: (ctx, _p, prior) => hanging.apply(ctx, {...params, fds: {workspace: w.fd}}, prior)}, params}],
   },
   deps,
 )
+await up.plan()
+await up.record()
+await up.makeDevices()
+await up.runSteps([{impl: {...hanging, apply: (ctx, _p, prior) => hanging.apply(ctx, {...params, fds: {workspace: w.fd}}, prior)}, params}])
