@@ -1,7 +1,7 @@
 import {homedir} from 'node:os'
 
 import {findStateDir} from '../apply/state-dir.js'
-import {readCalibration} from '../host/calibration-file.js'
+import {readCalibration} from '../apply/calibration-file.js'
 import type {StatePolicy} from '../core/state-policy.js'
 import type {HostProbe} from '../host/types.js'
 import type {CalibrationLookup} from '../plan/achievable-for.js'

@@ -11,7 +11,7 @@
  * <state>/queue/<id>.json             a waiting request (wait-queue.ts)
  * <state>/users/<uid>/                a user's folder: ssh/id_ed25519, <session>.env, mps/<hash>/{pipe,log}
  * <state>/mounts/<session>/          a session's staged binds, root's alone (stage-mounts-step.ts)
- * <state>/calibrations/<model>-<driver>.json   what calibrate measured (calibration-file.ts)
+ * <state>/calibrations/<model>-<driver>.json   what calibrate measured (apply/calibration-file.ts)
  * <state>/images.json                 the pinned image IDs (image-pin.ts)
  * ```
  */

@@ -5,7 +5,7 @@
  */
 import {tally} from '../core/check.js'
 import {ContainerError} from '../core/errors.js'
-import {readCalibration} from '../host/calibration-file.js'
+import {readCalibration} from '../apply/calibration-file.js'
 import {parsePerfOutput} from '../host/perf-measurement.js'
 import {expectationsFromPlan, PERF_AXES, PERF_VERDICTS, type PerfReport, perfReport, type PerfVerdict} from '../plan/perf-verdict.js'
 import {currentCatalog} from '../client/context.js'

@@ -1,6 +1,6 @@
 import type {TargetReference} from '../catalog/types.js'
 import {errorPct, round} from '../core/units.js'
-import type {Calibration, CalibrationFractions} from '../host/calibration-file.js'
+import type {Calibration, CalibrationFractions} from '../host/calibration.js'
 import type {Plan} from './types.js'
 
 /** What the command edge found about a calibration for the planned GPU. */

@@ -1,5 +1,5 @@
 import type {HostModel} from '../catalog/types.js'
-import type {Calibration} from '../host/calibration-file.js'
+import type {Calibration} from '../host/calibration.js'
 import {round} from '../core/units.js'
 import {bf16TflopsAt, fp32TflopsAt} from './throughput.js'
 

@@ -1,6 +1,6 @@
 import type {HostModel, SmCurve} from '../catalog/types.js'
 import {round} from '../core/units.js'
-import type {CalibrationFractions} from '../host/calibration-file.js'
+import type {CalibrationFractions} from '../host/calibration.js'
 import {bf16TflopsAt, fp32TflopsAt} from './throughput.js'
 
 /** A calibration of the probed GPU, as the planner gets it (the command edge reads the file). */

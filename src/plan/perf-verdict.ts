@@ -1,7 +1,7 @@
 import {METHOD_LABELS, type MeasureMethod} from '../catalog/measure-methods.js'
 import type {AxisReference, HostMeasuredRates, TargetReference} from '../catalog/types.js'
 import {errorPct, round} from '../core/units.js'
-import type {CalibrationFractions} from '../host/calibration-file.js'
+import type {CalibrationFractions} from '../host/calibration.js'
 import type {PerfMeasurement, PerfSamples} from '../host/perf-measurement.js'
 import {calibratedAxis, measuredTargetFigures, THROUGHPUT_FIELDS, type ThroughputAxis} from './achievable-for.js'
 import type {Plan} from './types.js'

@@ -15,7 +15,7 @@ import {bookPath} from '../../../src/core/state-layout.js'
 import {recordOwner} from '../../../src/apply/lock-owner.js'
 import {readClaims, reserveName, scanClaims} from '../../../src/apply/session-names.js'
 import {ensureSharedDir, ensureUserDir, resolveStateDir} from '../../../src/apply/state-dir.js'
-import {writeCalibration} from '../../../src/host/calibration-file.js'
+import {writeCalibration} from '../../../src/apply/calibration-file.js'
 import {thrown} from '../support/thrown.js'
 import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 

@@ -2,7 +2,7 @@ import {achievableFor, type CalibrationLookup} from '../../../src/plan/achievabl
 import {calibrationFigures, hostPeak} from '../../../src/plan/calibration-figures.js'
 import {planCosplay} from '../../../src/plan/plan-cosplay.js'
 import {planHostFromModel} from '../../../src/plan/plan-host.js'
-import type {Calibration} from '../../../src/host/calibration-file.js'
+import type {Calibration} from '../../../src/host/calibration.js'
 import {hostModel, target} from './catalog-for-tests.js'
 import {measuredReference} from './reference-for-tests.js'
 

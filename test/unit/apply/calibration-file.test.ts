@@ -2,7 +2,8 @@ import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:f
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-import {type Calibration, readCalibration, writeCalibration} from '../../../src/host/calibration-file.js'
+import {readCalibration, writeCalibration} from '../../../src/apply/calibration-file.js'
+import type {Calibration} from '../../../src/host/calibration.js'
 import {calibrationFile} from '../../../src/core/state-layout.js'
 import {thrown} from '../support/thrown.js'
 import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
