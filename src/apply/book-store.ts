@@ -137,7 +137,7 @@ export async function withBook<T>(
   )
 }
 
-/** Several GPUs' books, open under their locks (withBooks). */
+/** Several GPUs' books, open under their locks (openBooks). */
 export type OpenBooks = {
   /** the books opened, in the order the GPUs were given (a GPU left out is not among them) */
   readonly opens: readonly OpenBook[]
@@ -233,23 +233,6 @@ export async function openBooks(
   } catch (error) {
     await release()
     throw error
-  }
-}
-
-/** openBooks for the length of `act`: closed when it returns, released when it throws. */
-export async function withBooks<T>(
-  deps: BookStoreDeps,
-  gpus: readonly {readonly uuid: string; readonly name: string; readonly index?: number}[],
-  act: (books: OpenBooks) => Promise<T>,
-  options: WithBooksOptions = {},
-): Promise<T> {
-  const held = await openBooks(deps, gpus, options)
-  try {
-    const result = await act(held)
-    await held.close()
-    return result
-  } finally {
-    await held.release()
   }
 }
 

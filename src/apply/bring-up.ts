@@ -90,6 +90,7 @@ export type ActiveSession = {
 export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveSession> {
   const up = await beginUp(request, deps)
   try {
+    await up.read()
     await up.plan()
     await up.record()
     await up.makeDevices()
@@ -104,9 +105,8 @@ export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveS
 }
 
 /**
- * The first phase of `up`: the name checked and claimed, then the GPUs' locks taken and, under them, their books
- * read, the GPUs read and what dead processes left rolled back. A first look names the GPUs (`-L`: one cheap call);
- * everything else is read under the locks, which the session holds until end().
+ * The first phase of `up`: the name checked and claimed, and the GPUs it may go to named by a first look (`-L`: one
+ * cheap call). Nothing is locked yet: everything else is read under the GPUs' locks (read), held until end().
  */
 export async function beginUp(request: UpRequest, deps: UpDeps): Promise<UpUnderway> {
   if (request.name !== null) {
@@ -117,25 +117,13 @@ export async function beginUp(request: UpRequest, deps: UpDeps): Promise<UpUnder
   const count = request.count ?? 1
   const gpus = count > 1 && request.hostGpu === null && listed.gpus.length > 1 ? listed.gpus : [pickGpu(listed, request.hostGpu ?? 0)]
   const migBefore = new Map(gpus.map((g) => [g.uuid, new Set(listed.migDevices.filter((d) => d.gpuIndex === g.index).map((d) => d.uuid))]))
-  const spread = gpus.length > 1
   // a spread session's GPUs are known once it is planned: its claim names none
-  const claim = {gpuUuid: spread ? null : gpus[0].uuid, pid: request.pid, hostname: request.hostname}
+  const claim = {gpuUuid: gpus.length > 1 ? null : gpus[0].uuid, pid: request.pid, hostname: request.hostname}
   const name = request.name ?? reserveAutoName(deps.stateDir, `${request.owner.user}-${request.target.key}`, claim)
   if (request.name !== null && !reserveName(deps.stateDir, name, claim)) {
     throw new StateError('SESSION_EXISTS', `a session named "${name}" already exists`, {exit: 2, fix: ['pick another --name', 'see them: gpu-cosplay ps']})
   }
-  try {
-    const books = await openBooks(deps, gpus, {
-      optionsFor: (gpu) => ({migExpected: migBefore.get(gpu.uuid)!.size > 0}),
-      // a spread goes where it fits: a GPU that cannot be read now is one it does not go to
-      leaveOutUnreadable: spread,
-      signal: deps.cancel.signal,
-    })
-    return new UpUnderway(request, deps, name, books, migBefore)
-  } catch (error) {
-    releaseUnlessRecorded(deps, name)
-    throw error
-  }
+  return new UpUnderway(request, deps, name, gpus, migBefore)
 }
 
 /** A record whose undo could not finish keeps the name (recover, or down, releases it once the record is gone). */
@@ -152,19 +140,26 @@ function recordsNamed(deps: BookStoreDeps, name: string): boolean {
   }
 }
 
-/** One GPU's share of the session: its book, the plan on it, its ranks from firstRank on, and its record. */
-type Share = {readonly open: OpenBook; readonly plan: Plan; readonly firstRank: number; readonly ranks: number; readonly record: SessionRecord}
+/** One GPU's share of the session: its book, the plan on it, and its ranks from firstRank on. */
+type Placed = {readonly open: OpenBook; readonly plan: Plan; readonly firstRank: number; readonly ranks: number}
+/** ... with its record, once recorded. */
+type Share = Placed & {readonly record: SessionRecord}
 
-type Stage = 'open' | 'planned' | 'recorded' | 'active' | 'undone'
+/** Where a session on its way up stands; each phase moves it one stage on. */
+type Stage = 'claimed' | 'read' | 'planned' | 'recorded' | 'devices' | 'gpu-wide' | 'active'
 
 /**
- * A session on its way up, its GPUs' locks held: the phases after beginUp, each once and in this order: plan, record,
- * makeDevices, (a later layer's steps, runSteps), setGpuWide, activate; then undo on a failure, and end always. From
- * record on, the session is in the journal: a crash anywhere after it is rolled back by the next command, and a failure
- * is undone by undo (or by end, if the caller did not).
+ * A session on its way up, its name claimed: the phases after beginUp, each once and in this order: read, plan,
+ * record, makeDevices, (a later layer's steps: runSteps), setGpuWide, activate; undo on a failure, end always. A phase
+ * that fails leaves only undo and end. From record on, the session is in the journal: a crash anywhere after it is
+ * rolled back by the next command, and a failure is undone by undo (or by end, if the caller did not).
  */
 export class UpUnderway {
-  private stage: Stage = 'open'
+  private stage: Stage = 'claimed'
+  private failed = false
+  private undone = false
+  private books: HeldBooks | null = null
+  private placed: Placed[] = []
   private shares: Share[] = []
   private ctxs: StepContext[] = []
   private notes: string[] = []
@@ -173,144 +168,145 @@ export class UpUnderway {
     private readonly request: UpRequest,
     private readonly deps: UpDeps,
     readonly name: string,
-    private readonly books: HeldBooks,
+    private readonly gpus: readonly {readonly uuid: string; readonly name: string; readonly index: number}[],
     private readonly migBefore: ReadonlyMap<string, ReadonlySet<string>>,
   ) {}
 
-  /** The session's first record (rank 0's GPU), which a later layer's steps are made from; from record on. */
+  /** The session's first record (rank 0's GPU), which a later layer's steps are made from; once recorded. */
   get session(): SessionRecord {
-    return this.at('recorded').shares[0].record
+    return this.recordedShares()[0].record
   }
 
-  /** rank 0's GPU as read under its lock; from record on. */
+  /** rank 0's GPU as read under its lock; once recorded. */
   get live(): HostGpu {
-    return this.at('recorded').ctxs[0].live
+    this.recordedShares()
+    return this.ctxs[0].live
   }
 
   /**
-   * The plan on each GPU it is read from (with the GPU's calibration), within the owner's quota; the GPUs it does not
-   * go to are let go of at once, so nobody waits on them while the session comes up. Returns rank 0's plan.
+   * The GPUs' locks taken (in UUID order) and, under them, their books and the GPUs read, what a reboot voided
+   * dropped and what dead processes left rolled back. A spread goes where it fits: a GPU it cannot read now is left out.
+   */
+  async read(): Promise<void> {
+    await this.phase('claimed', 'read', async () => {
+      const {deps, gpus, migBefore} = this
+      this.books = await openBooks(deps, gpus, {
+        optionsFor: (gpu) => ({migExpected: migBefore.get(gpu.uuid)!.size > 0}),
+        leaveOutUnreadable: gpus.length > 1,
+        signal: deps.cancel.signal,
+      })
+    })
+  }
+
+  /**
+   * The plan on each GPU read (with the GPU's calibration), within the owner's quota; the GPUs it does not go to are
+   * let go of at once, so nobody waits on them while the session comes up. Returns rank 0's plan.
    */
   async plan(): Promise<Plan> {
-    this.next('open', 'planned')
-    const {request, deps, name} = this
-    const {opens, leftOut} = this.books
-    const spread = opens.length + leftOut.length > 1
-    // a GPU not read now may be read later (up --wait waits for it); one the catalog cannot model never takes a rank
-    const refused = leftOut.map(({gpu, reason}) => ({reason: `GPU ${gpu.index ?? gpu.uuid}: ${reason}`, lasting: false}))
-    const hosts = opens.flatMap((open) => {
-      try {
-        const model = hostModelFor(deps.catalog, open.live)
-        // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
-        const calibration = calibrationOf(deps.stateDir, deps.trust, model.key, open.live.driverVersion ?? null)
-        return [{open, host: planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration}), held: heldSettings(open.book)}]
-      } catch (error) {
-        // a spread goes where it can be planned: a GPU of a model the catalog lacks, or a stale calibration, is left out
-        if (!spread || !isCosplayError(error)) throw error
-        refused.push({reason: `GPU ${open.live.index}: ${error.message}`, lasting: true})
-        return []
-      }
-    })
-    const quota = request.quota ?? null
-    // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
-    if (quota)
-      assertWithinQuota(
-        quota,
-        holdingOf(
-          deps,
-          request.owner.uid,
-          opens.map((o) => o.book),
-        ),
-        0,
-      )
-    const options = {strict: request.strict, ...request.gpuWide, basis: request.basis}
-    const count = request.count ?? 1
-    // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on these GPUs now
-    const placed =
-      count > 1
-        ? placeRanks(request.target, hosts, request.objective, count, options, refused).gpus.map((g) => ({
-            ...g,
-            open: hosts.find((h) => h.host === g.host)!.open,
-          }))
-        : [{open: opens[0], ranks: 1, plan: planOnGpu(request.target, hosts[0].host, request.objective, hosts[0].held, options)}]
-    await this.books.letGo(opens.filter((o) => !placed.some((p) => p.open === o)))
-    const createdAt = new Date().toISOString()
-    for (const [i, p] of placed.entries()) {
-      const firstRank = this.shares.reduce((sum, s) => sum + s.ranks, 0)
-      const slot = () => p.plan.mig && {profile: p.plan.mig.profile, profileId: p.plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null}
-      const spreadFirst = i === 0 && placed.length > 1
-      const record: SessionRecord = {
-        ...newSessionBase(name, request),
-        createdAt,
-        target: {key: request.target.key, name: request.target.name},
-        plan: p.plan,
-        mig: slot(),
-        ...(p.ranks > 1 && p.plan.mig ? {moreSlices: Array.from({length: p.ranks - 1}, () => slot()!)} : {}),
-        // a lifetime counted from the moment the session is recorded as made (its createdAt), to the millisecond
-        ...(i === 0 && request.ttlMs ? {expiresAt: new Date(Date.parse(createdAt) + request.ttlMs).toISOString()} : {}),
-        ...(spreadFirst ? {spread: {ranksHere: p.ranks, parts: []}} : {}),
-        ...(i > 0 ? {partOf: {gpuUuid: placed[0].open.book.gpu.uuid, createdAt, firstRank, count: p.ranks}} : {}),
-      }
-      this.shares.push({open: p.open, plan: p.plan, firstRank, ranks: p.ranks, record})
-    }
-    const [first, ...parts] = this.shares
-    first.record.spread?.parts.push(
-      ...parts.map((s) => ({
-        gpuUuid: s.open.book.gpu.uuid,
-        gpuIndex: s.open.live.index,
-        firstRank: s.firstRank,
-        count: s.ranks,
-        devices: Array<null>(s.ranks).fill(null),
-      })),
-    )
-    return first.plan
-  }
-
-  /**
-   * The session written into its GPUs' books as starting, counted and recorded under the box's quota lock (a
-   * concurrent up on another GPU sees this session or waits). Nothing on a GPU has changed before this.
-   */
-  async record(): Promise<void> {
-    this.next('planned', 'recorded')
-    const {request, deps, name, shares} = this
-    const [first, ...parts] = shares
-    const quota = request.quota ?? null
-    const write = async () => {
-      // counted over the books of the GPUs it holds now: the ones it let go of are read afresh (others may have changed them)
+    return await this.phase('read', 'planned', async () => {
+      const {request, deps} = this
+      const {opens, leftOut} = this.books!
+      const spread = opens.length + leftOut.length > 1
+      // a GPU not read now may be read later (up --wait waits for it); one the catalog cannot model never takes a rank
+      const refused = leftOut.map(({gpu, reason}) => ({reason: `GPU ${gpu.index ?? gpu.uuid}: ${reason}`, lasting: false}))
+      const hosts = opens.flatMap((open) => {
+        try {
+          const model = hostModelFor(deps.catalog, open.live)
+          // the GPU's calibration moves the host's measured rates, as it does for `plan --host-gpu` (the same plan)
+          const calibration = calibrationOf(deps.stateDir, deps.trust, model.key, open.live.driverVersion ?? null)
+          return [{open, host: planHostFromProbe(open.live, model, {mpsAvailable: request.mpsAvailable, calibration}), held: heldSettings(open.book)}]
+        } catch (error) {
+          // a spread goes where it can be planned: a GPU of a model the catalog lacks, or a stale calibration, is left out
+          if (!spread || !isCosplayError(error)) throw error
+          refused.push({reason: `GPU ${open.live.index}: ${error.message}`, lasting: true})
+          return []
+        }
+      })
+      const quota = request.quota ?? null
+      // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
       if (quota)
         assertWithinQuota(
           quota,
           holdingOf(
             deps,
             request.owner.uid,
-            shares.map((s) => s.open.book),
+            opens.map((o) => o.book),
           ),
-          slicesOf(first.record),
+          0,
         )
-      const taken = shares.find((s) => s.open.book.sessions[name])
-      if (taken) {
-        throw new StateError('SESSION_EXISTS', `GPU ${taken.open.live.index} still holds a record named "${name}"`, {
-          exit: 2,
-          fix: ['run gpu-cosplay recover, or pick another --name'],
-        })
+      const options = {strict: request.strict, ...request.gpuWide, basis: request.basis}
+      const count = request.count ?? 1
+      // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on these GPUs now
+      const placed =
+        count > 1
+          ? placeRanks(request.target, hosts, request.objective, count, options, refused).gpus.map((g) => ({
+              ...g,
+              open: hosts.find((h) => h.host === g.host)!.open,
+            }))
+          : [{open: opens[0], ranks: 1, plan: planOnGpu(request.target, hosts[0].host, request.objective, hosts[0].held, options)}]
+      await this.books!.letGo(opens.filter((o) => !placed.some((p) => p.open === o)))
+      let firstRank = 0
+      for (const p of placed) {
+        this.placed.push({open: p.open, plan: p.plan, firstRank, ranks: p.ranks})
+        firstRank += p.ranks
       }
-      // the parts first: a crash before the first record is written leaves parts that are starting, rolled back by the
-      // next command that opens their books
-      for (const s of [...parts, first]) {
-        s.open.book.sessions[name] = s.record
-        s.open.persist()
+      return this.placed[0].plan
+    })
+  }
+
+  /**
+   * The session written into its GPUs' books as starting, made now (its lifetime counts from here), counted and
+   * recorded under the box's quota lock (a concurrent up on another GPU sees this session or waits). Nothing on a GPU
+   * has changed before this.
+   */
+  async record(): Promise<void> {
+    await this.phase('planned', 'recorded', async () => {
+      const {request, deps, name} = this
+      const createdAt = new Date().toISOString()
+      const shares = this.placed.map((p, i): Share => ({...p, record: this.recordOf(p, i, createdAt)}))
+      const [first, ...parts] = shares
+      first.record.spread?.parts.push(
+        ...parts.map((s) => ({
+          gpuUuid: s.open.book.gpu.uuid,
+          gpuIndex: s.open.live.index,
+          firstRank: s.firstRank,
+          count: s.ranks,
+          devices: Array<null>(s.ranks).fill(null),
+        })),
+      )
+      const quota = request.quota ?? null
+      const write = async () => {
+        // counted over the books of the GPUs it holds now: the ones it let go of are read afresh (others may have changed them)
+        if (quota)
+          assertWithinQuota(
+            quota,
+            holdingOf(
+              deps,
+              request.owner.uid,
+              shares.map((s) => s.open.book),
+            ),
+            slicesOf(first.record),
+          )
+        const taken = shares.find((s) => s.open.book.sessions[name])
+        if (taken) {
+          throw new StateError('SESSION_EXISTS', `GPU ${taken.open.live.index} still holds a record named "${name}"`, {
+            exit: 2,
+            fix: ['run gpu-cosplay recover, or pick another --name'],
+          })
+        }
+        // the parts first: a crash before the first record is written leaves parts that are starting, rolled back by
+        // the next command that opens their books (nothing was done on a GPU for them)
+        for (const s of [...parts, first]) {
+          s.open.book.sessions[name] = s.record
+          s.open.persist()
+        }
       }
-    }
-    try {
       await (quota ? withQuotaLock(deps.stateDir, deps.trust, write) : write())
-    } catch (error) {
-      // not (wholly) recorded: a part written before the failure is starting, for the next command to roll back
-      this.stage = 'planned'
-      throw error
-    }
-    this.ctxs = shares.map((s) => s.open.contextFor(s.record))
-    const {opens, leftOut} = this.books
-    this.notes = [...new Set([...opens.flatMap((o) => o.notes), ...leftOut.map(({gpu, reason}) => `left GPU ${gpu.index ?? gpu.uuid} out: ${reason}`)])]
+      this.shares = shares
+      this.ctxs = shares.map((s) => s.open.contextFor(s.record))
+      const {opens, leftOut} = this.books!
+      this.notes = [...new Set([...opens.flatMap((o) => o.notes), ...leftOut.map(({gpu, reason}) => `left GPU ${gpu.index ?? gpu.uuid} out: ${reason}`)])]
+    })
   }
 
   /**
@@ -319,47 +315,53 @@ export class UpUnderway {
    * container, the session's MPS daemons on the host.
    */
   async makeDevices(): Promise<void> {
-    this.at('recorded')
-    const {request, deps, name, shares, ctxs} = this
-    const [first, ...parts] = shares
-    for (const [i, s] of shares.entries()) {
-      await runSteps(ctxs[i], s.open.persist, instanceSteps(s.plan, s.firstRank, s.ranks), deps.cancel)
-      await nameSlots(deps.gpu, ctxs[i].live, s.record, s.open.book, this.migBefore.get(s.open.book.gpu.uuid)!)
-      s.open.persist()
-    }
-    for (const [i, part] of (first.record.spread?.parts ?? []).entries()) {
-      const s = parts[i]
-      part.devices = Array.from({length: s.ranks}, (_, k) => deviceOfRank(s.record, s.firstRank + k, s.open.book.gpu.uuid))
-    }
-    first.open.persist()
-    if (first.plan.mps && request.mpsOnHost) {
-      const {owner, runAsOwner} = request.mpsOnHost
-      const impl = stepFor(deps.steps, 'start-mps')
+    await this.phase('recorded', 'devices', async () => {
+      const {request, deps, name, shares, ctxs} = this
+      const [first, ...parts] = shares
       for (const [i, s] of shares.entries()) {
-        const daemons = Array.from({length: s.ranks}, (_, k) =>
-          mpsStepFor(impl, s.plan.mps!, deps.stateDir, deps.trust, name, owner, runAsOwner, s.firstRank + k),
-        )
-        await runSteps(ctxs[i], s.open.persist, daemons, deps.cancel)
+        await runSteps(ctxs[i], s.open.persist, instanceSteps(s.plan, s.firstRank, s.ranks), deps.cancel)
+        await nameSlots(deps.gpu, ctxs[i].live, s.record, s.open.book, this.migBefore.get(s.open.book.gpu.uuid)!)
+        s.open.persist()
       }
-    }
+      for (const [i, part] of (first.record.spread?.parts ?? []).entries()) {
+        const s = parts[i]
+        part.devices = Array.from({length: s.ranks}, (_, k) => deviceOfRank(s.record, s.firstRank + k, s.open.book.gpu.uuid))
+      }
+      first.open.persist()
+      if (first.plan.mps && request.mpsOnHost) {
+        const {owner, runAsOwner} = request.mpsOnHost
+        const impl = stepFor(deps.steps, 'start-mps')
+        for (const [i, s] of shares.entries()) {
+          const daemons = Array.from({length: s.ranks}, (_, k) =>
+            mpsStepFor(impl, s.plan.mps!, deps.stateDir, deps.trust, name, owner, runAsOwner, s.firstRank + k),
+          )
+          await runSteps(ctxs[i], s.open.persist, daemons, deps.cancel)
+        }
+      }
+    })
   }
 
   /** Steps of a later layer (the container), journaled in the first record after its devices, undone with the rest. */
   async runSteps(steps: readonly PlannedStep[]): Promise<void> {
-    this.at('recorded')
-    await runSteps(this.ctxs[0], this.shares[0].open.persist, steps, this.deps.cancel)
+    await this.phase('devices', 'devices', () => runSteps(this.ctxs[0], this.shares[0].open.persist, steps, this.deps.cancel))
   }
 
   /** The GPU-wide settings the plan takes (a whole GPU's, or asked for): last, since nothing before depends on them. */
   async setGpuWide(): Promise<void> {
-    this.at('recorded')
-    for (const [i, s] of this.shares.entries()) await runSteps(this.ctxs[i], s.open.persist, gpuWideSteps(s.plan), this.deps.cancel)
+    await this.phase('devices', 'gpu-wide', async () => {
+      for (const [i, s] of this.shares.entries()) await runSteps(this.ctxs[i], s.open.persist, gpuWideSteps(s.plan), this.deps.cancel)
+    })
   }
 
   /** The commit: every record turns active (the parts first); a Ctrl-C that came during the last step is INTERRUPTED. */
   activate(): ActiveSession {
-    this.at('recorded')
-    markActive(this.booked(), this.deps.cancel)
+    this.enter('gpu-wide')
+    try {
+      markActive(this.booked(), this.deps.cancel)
+    } catch (error) {
+      this.failed = true
+      throw error
+    }
     this.stage = 'active'
     const {name, shares, ctxs, notes} = this
     const [first, ...parts] = shares
@@ -372,7 +374,7 @@ export class UpUnderway {
       physicalMiB: physicalMiBOf(first.plan, ctxs[0].live.memoryTotalMiB),
       mpsDaemon: mpsDaemonOf(first.record),
       parts: parts.map((s) => ({gpuUuid: s.open.book.gpu.uuid, gpuIndex: s.open.live.index, session: s.record})),
-      recovered: this.books.opens.flatMap((o) => o.recovered),
+      recovered: this.books!.opens.flatMap((o) => o.recovered),
       notes: [...notes, ...ctxs.flatMap((c) => c.notes)],
     }
   }
@@ -382,23 +384,44 @@ export class UpUnderway {
    * the books; what cannot be undone stays journaled for `recover`, and `error` says so in its notes.
    */
   async undo(error: unknown): Promise<void> {
-    if (this.stage !== 'recorded') return
-    this.stage = 'undone'
+    if (this.shares.length === 0 || this.stage === 'active' || this.undone) return
+    this.undone = true
+    this.failed = true
     await unwindRecords(this.booked(), this.deps, error, this.notes)
   }
 
   /**
-   * Always last: an active session's books closed and every lock let go of; after a failure the locks let go of, and
-   * the name too unless a record of it remains (undone here first if the caller did not).
+   * Always last: an active session's books closed and every lock let go of; otherwise the session undone (if the
+   * caller did not), the locks let go of, and the name too unless a record of it remains.
    */
   async end(): Promise<void> {
-    if (this.stage === 'recorded') await this.undo(null)
     if (this.stage === 'active') {
-      await this.books.close()
+      await this.books!.close()
       return
     }
-    await this.books.release()
-    releaseUnlessRecorded(this.deps, this.name)
+    try {
+      await this.undo(new Error(`up ended at ${this.stage}`))
+    } finally {
+      await this.books?.release()
+      releaseUnlessRecorded(this.deps, this.name)
+    }
+  }
+
+  private recordOf(p: Placed, i: number, createdAt: string): SessionRecord {
+    const {request, name} = this
+    const slot = () => p.plan.mig && {profile: p.plan.mig.profile, profileId: p.plan.mig.profileId, gpuInstanceId: null, computeInstanceId: null, uuid: null}
+    return {
+      ...newSessionBase(name, request),
+      createdAt,
+      target: {key: request.target.key, name: request.target.name},
+      plan: p.plan,
+      mig: slot(),
+      ...(p.ranks > 1 && p.plan.mig ? {moreSlices: Array.from({length: p.ranks - 1}, () => slot()!)} : {}),
+      // a lifetime counted from the moment the session is recorded as made (its createdAt), to the millisecond
+      ...(i === 0 && request.ttlMs ? {expiresAt: new Date(Date.parse(createdAt) + request.ttlMs).toISOString()} : {}),
+      ...(i === 0 && this.placed.length > 1 ? {spread: {ranksHere: p.ranks, parts: []}} : {}),
+      ...(i > 0 ? {partOf: {gpuUuid: this.placed[0].open.book.gpu.uuid, createdAt, firstRank: p.firstRank, count: p.ranks}} : {}),
+    }
   }
 
   /** Each record with its step context and its book's persist, rank 0's first. */
@@ -406,14 +429,27 @@ export class UpUnderway {
     return this.shares.map((s, i) => ({ctx: this.ctxs[i], persist: s.open.persist}))
   }
 
-  private at(stage: Stage): this {
-    if (this.stage !== stage) throw new Error(`bring-up: a phase for a session ${stage} ran on one ${this.stage}`)
-    return this
+  private recordedShares(): readonly Share[] {
+    if (this.shares.length === 0) throw new Error(`bring-up: the session is read before it is recorded (at ${this.stage})`)
+    return this.shares
   }
 
-  private next(from: Stage, to: Stage): void {
-    this.at(from)
-    this.stage = to
+  /** A phase runs only from its stage and never after a failure; one that throws leaves only undo and end. */
+  private async phase<T>(from: Stage, to: Stage, body: () => Promise<T>): Promise<T> {
+    this.enter(from)
+    try {
+      const result = await body()
+      this.stage = to
+      return result
+    } catch (error) {
+      this.failed = true
+      throw error
+    }
+  }
+
+  private enter(stage: Stage): void {
+    if (this.failed || this.undone) throw new Error(`bring-up: a phase ran after a failure (at ${this.stage})`)
+    if (this.stage !== stage) throw new Error(`bring-up: a phase for a session at ${stage} ran at ${this.stage}`)
   }
 }
 

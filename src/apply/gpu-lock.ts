@@ -47,7 +47,7 @@ export async function withGpuLock<T>(stateDir: string, gpuUuid: string, fn: (loc
   }
 }
 
-/** A lock taken by takeGpuLock: released once, by whoever took it (withBooks lets go of some before others). */
+/** A lock taken by takeGpuLock: released once, by whoever took it (openBooks lets go of some before others). */
 export type TakenLock = {readonly lock: HeldLock; release(): Promise<void>}
 
 /** withGpuLock's taking and letting go, apart: for callers that hold several locks and let go of them at different times. */

@@ -36,8 +36,8 @@ export const READY_TIMEOUT_MS = 30_000
 
 /**
  * The phases, in order:
- * 1. Side by side: the GPUs locked and read and the session planned (apply/bring-up.ts), and Docker, the image and
- *    the ssh key settled. A missing default image ends this try before any change; it is built with no lock held,
+ * 1. The name claimed; then side by side: the GPUs locked and read and the session planned (apply/bring-up.ts), and
+ *    Docker, the image and the ssh key settled. A missing default image ends this try before any change; it is built with no lock held,
  *    and the GPU side starts again.
  * 2. The GPU steps, then the container step, then the GPU-wide settings, in one journal: the container boots while
  *    the GPU-wide settings are set.
@@ -53,11 +53,11 @@ export async function launchSession(
 ): Promise<LaunchedSession> {
   const docker = dockerOf(container)
   // 1 and 2
-  let active = await upBeside(docker.prepare(false), request, deps)
+  let active = await upBeside(() => docker.prepare(false), request, deps)
   if (active === 'build-needed') {
     // built with no GPU lock held; after a build (minutes) the first look is old: bring-up looks again
     const built = await docker.prepare(true)
-    active = await upBeside(Promise.resolve(built), request, {...deps, firstListing: undefined})
+    active = await upBeside(async () => built, request, {...deps, firstListing: undefined})
   }
   if (active === 'build-needed') throw new Error('launchSession: the image was built, and is still missing')
   const prepared = docker.prepared()
@@ -85,22 +85,24 @@ export async function launchSession(
 }
 
 /**
- * bring-up's phases with the container's between them: the GPUs read and planned while `preparing` settles Docker,
- * the image and the key (no GPU change without them), then the container step in the session's journal, after its
- * devices and before the GPU-wide settings. 'build-needed': the image is missing, and nothing was changed.
+ * bring-up's phases with the container's between them: once the name is claimed, Docker, the image and the key are
+ * settled (`prepare`) beside the GPUs' locked read and the planning, and awaited before the session is recorded (no GPU
+ * change without them); the container's steps run in the session's journal after its devices and before the GPU-wide
+ * settings. 'build-needed': the image is missing, and nothing was changed.
  */
-async function upBeside(preparing: Promise<PreparedContainer | 'build-needed'>, request: UpRequest, deps: UpDeps): Promise<ActiveSession | 'build-needed'> {
-  preparing.catch(() => undefined) // awaited below; unobserved only when the GPU side fails first
+export async function upBeside(prepare: () => Promise<PreparedContainer | 'build-needed'>, request: UpRequest, deps: UpDeps): Promise<ActiveSession | 'build-needed'> {
   const up = await beginUp(request, deps)
   try {
+    const preparing = prepare()
+    preparing.catch(() => undefined) // awaited below; unobserved only when the GPU side fails first
+    await up.read()
     await up.plan()
     const prepared = await preparing
     if (prepared === 'build-needed') return 'build-needed'
     await up.record()
     await up.makeDevices()
-    await up.runSteps(
-      containerSteps(prepared.options, {start: stepFor(deps.steps, 'start-container'), stage: stepFor(deps.steps, 'stage-mounts')})(up.session, up.live),
-    )
+    const impls = {start: stepFor(deps.steps, 'start-container'), stage: stepFor(deps.steps, 'stage-mounts')}
+    await up.runSteps(containerSteps(prepared.options, impls)(up.session, up.live))
     await up.setGpuWide()
     return up.activate()
   } catch (error) {

@@ -65,6 +65,7 @@ export function gpuPicture(sim: Sim, gpu = 0): unknown {
 export async function bringUpPausing(request: UpRequest, deps: UpDeps, meanwhile: () => Promise<void>): Promise<ActiveSession> {
   const up = await beginUp(request, deps)
   try {
+    await up.read()
     await up.plan()
     await meanwhile()
     await up.record()

@@ -62,6 +62,7 @@ const up = await beginUp(
   },
   deps,
 )
+await up.read()
 await up.plan()
 await up.record()
 await up.makeDevices()
