@@ -1,7 +1,7 @@
 import type {Catalog, Target} from '../catalog/types.js'
 import {isCosplayError, StateError} from '../core/errors.js'
 import type {StatePolicy} from '../core/state-policy.js'
-import type {Quota} from '../core/session-policy.js'
+import type {Quota} from './session-policy.js'
 import type {GpuControl} from '../host/gpu-control.js'
 import type {ListGpus} from '../host/parse-list-gpus.js'
 import {pickGpu} from '../host/pick-gpu.js'
@@ -45,9 +45,9 @@ export type UpRequest = {
   readonly mpsOnHost: {readonly owner: {readonly uid: number; readonly gid: number}; readonly runAsOwner: boolean} | null
   /** what the plan matches: what the target measures (default) or its datasheet (up --datasheet) */
   readonly basis?: PlanBasis
-  /** the session ends by itself this long after it is recorded (core/session-policy.ts resolveTtlMs); null or absent: never */
+  /** the session ends by itself this long after it is recorded (session-policy.ts resolveTtlMs); null or absent: never */
   readonly ttlMs?: number | null
-  /** the owner's quota (core/session-policy.ts quotaFor); null or absent: none (root, or a box without quotas) */
+  /** the owner's quota (session-policy.ts quotaFor); null or absent: none (root, or a box without quotas) */
   readonly quota?: Quota | null
   /** up --count N: N devices of the target on this GPU (plan/plan-ranks.ts); absent or 1: one */
   readonly count?: number

@@ -1,5 +1,5 @@
 import {StateError} from '../core/errors.js'
-import type {Quota} from '../core/session-policy.js'
+import type {Quota} from './session-policy.js'
 import {QUOTA_LOCK} from '../core/state-layout.js'
 import type {StatePolicy} from '../core/state-policy.js'
 import {listSessions} from './book-store.js'

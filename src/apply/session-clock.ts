@@ -1,7 +1,7 @@
 import {InputError} from '../core/errors.js'
 import type {StatePolicy} from '../core/state-policy.js'
 import {formatDuration} from '../core/duration.js'
-import {assertWithinMax, type SessionPolicy, warnLeadMs} from '../core/session-policy.js'
+import {assertWithinMax, type SessionPolicy, warnLeadMs} from './session-policy.js'
 import {amendSession, listSessions} from './book-store.js'
 import {type BookSession, isLeaseSession, isSessionPart} from './gpu-book.js'
 import {assertMayEnd, type Requester} from './tear-down.js'

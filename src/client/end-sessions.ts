@@ -44,7 +44,7 @@ export async function endSessions(
 /** Moves a session's end by `byMs`, within the box's maximum TTL. */
 export async function extendSessionBy(call: CallContext, request: {readonly name: string; readonly byMs: number}): Promise<ExtendResult> {
   const [{sessionPolicyOf}, {applyContext}, {extendSession}] = await Promise.all([
-    import('../core/session-policy.js'),
+    import('../apply/session-policy.js'),
     import('./apply-context.js'),
     import('../apply/session-clock.js'),
   ])

@@ -4,7 +4,7 @@
  */
 import type {BookStoreDeps} from '../apply/book-store.js'
 import type {CallContext} from '../core/call-context.js'
-import {NO_POLICY} from '../core/session-policy.js'
+import {NO_POLICY} from '../apply/session-policy.js'
 
 let reaping = false
 

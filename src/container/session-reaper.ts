@@ -4,7 +4,7 @@
  */
 import type {BookStoreDeps} from '../apply/book-store.js'
 import {type ReapResult, reapSessions} from '../apply/reap.js'
-import type {SessionPolicy} from '../core/session-policy.js'
+import type {SessionPolicy} from '../apply/session-policy.js'
 
 export type ReaperOptions = {readonly now?: () => number}
 

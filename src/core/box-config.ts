@@ -29,7 +29,7 @@ export type BoxConfig = {
   /** `up --sudo` may give the session user sudo in the container (and with it root over their mounts) */
   readonly allowContainerSudo: boolean
   /**
-   * Fair share (all optional, absent: no limit; see session-policy.ts). Durations as typed (`8h`, `90s`): the TTL an
+   * Fair share (all optional, absent: no limit; see apply/session-policy.ts). Durations as typed (`8h`, `90s`): the TTL an
    * `up` without --ttl gets, the longest one it may ask for (and extend to), and how long a session may sit idle.
    */
   readonly defaultTtl?: string | null

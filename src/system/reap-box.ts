@@ -9,7 +9,7 @@ import {isSandbox} from '../core/box-config.js'
 import type {CallContext} from '../core/call-context.js'
 import {StateError} from '../core/errors.js'
 import {readBoxConfig} from '../core/read-box-config.js'
-import {sessionPolicyOf} from '../core/session-policy.js'
+import {sessionPolicyOf} from '../apply/session-policy.js'
 
 /** On an installed box the reaper ends anyone's session: root's alone. A sandbox of one's own is its user's. */
 export function assertMayReap(call: CallContext, env: Readonly<Record<string, string | undefined>> = process.env): void {

@@ -3,9 +3,9 @@
  * and how much one user may hold at once. Pure: the configuration and who asks come in as arguments. Without an
  * installation (a user's own sandbox) there is no policy: no default TTL, no maximum, no idle reclaim, no quota.
  */
-import type {BoxConfig, QuotaLimits} from './box-config.js'
-import {durationMs, formatDuration, parseDuration} from './duration.js'
-import {InputError} from './errors.js'
+import type {BoxConfig, QuotaLimits} from '../core/box-config.js'
+import {durationMs, formatDuration, parseDuration} from '../core/duration.js'
+import {InputError} from '../core/errors.js'
 
 export type SessionPolicy = {
   /** the TTL of an `up` without --ttl (null: none, unless maxTtlMs is set: then that) */
