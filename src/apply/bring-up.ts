@@ -88,14 +88,24 @@ export type ActiveSession = {
  * the GPU side, in order; container/launch-session.ts runs the same phases with the container's work between them.
  */
 export async function bringUp(request: UpRequest, deps: UpDeps): Promise<ActiveSession> {
-  const up = await beginUp(request, deps)
-  try {
+  return await underway(request, deps, async (up) => {
     await up.read()
     await up.plan()
     await up.record()
     await up.makeDevices()
     await up.setGpuWide()
     return up.activate()
+  })
+}
+
+/**
+ * `phases` run on a session begun by beginUp: what they did undone if they throw (undo), and the locks and, unless the
+ * session came up, the name let go of in any case (end).
+ */
+export async function underway<T>(request: UpRequest, deps: UpDeps, phases: (up: UpUnderway) => Promise<T>): Promise<T> {
+  const up = await beginUp(request, deps)
+  try {
+    return await phases(up)
   } catch (error) {
     await up.undo(error)
     throw error
@@ -222,18 +232,11 @@ export class UpUnderway {
           return []
         }
       })
-      const quota = request.quota ?? null
       // a first count before planning: over quota is the answer even when no slot is free (and nothing waits in a queue for it)
-      if (quota)
-        assertWithinQuota(
-          quota,
-          holdingOf(
-            deps,
-            request.owner.uid,
-            opens.map((o) => o.book),
-          ),
-          0,
-        )
+      this.assertWithinQuota(
+        opens.map((o) => o.book),
+        0,
+      )
       const options = {strict: request.strict, ...request.gpuWide, basis: request.basis}
       const count = request.count ?? 1
       // N devices are planned as one would be, and refused (RANKS_DO_NOT_FIT) where N do not fit on these GPUs now
@@ -277,16 +280,10 @@ export class UpUnderway {
       const quota = request.quota ?? null
       const write = async () => {
         // counted over the books of the GPUs it holds now: the ones it let go of are read afresh (others may have changed them)
-        if (quota)
-          assertWithinQuota(
-            quota,
-            holdingOf(
-              deps,
-              request.owner.uid,
-              shares.map((s) => s.open.book),
-            ),
-            slicesOf(first.record),
-          )
+        this.assertWithinQuota(
+          shares.map((s) => s.open.book),
+          slicesOf(first.record),
+        )
         const taken = shares.find((s) => s.open.book.sessions[name])
         if (taken) {
           throw new StateError('SESSION_EXISTS', `GPU ${taken.open.live.index} still holds a record named "${name}"`, {
@@ -422,6 +419,12 @@ export class UpUnderway {
       ...(i === 0 && this.placed.length > 1 ? {spread: {ranksHere: p.ranks, parts: []}} : {}),
       ...(i > 0 ? {partOf: {gpuUuid: this.placed[0].open.book.gpu.uuid, createdAt, firstRank: p.firstRank, count: p.ranks}} : {}),
     }
+  }
+
+  /** The owner's quota (if any) still leaves room for `adding` memory slices, counted with `books` as this up holds them. */
+  private assertWithinQuota(books: readonly GpuBook[], adding: number): void {
+    const quota = this.request.quota ?? null
+    if (quota) assertWithinQuota(quota, holdingOf(this.deps, this.request.owner.uid, books), adding)
   }
 
   /** Each record with its step context and its book's persist, rank 0's first. */

@@ -8,7 +8,7 @@
  * Docker is loaded lazily (dockerode alone takes ~90 ms to load): overlapping that with the GPU read is most of
  * what keeps `up` under a second.
  */
-import {type ActiveSession, beginUp, type UpDeps, type UpRequest} from '../apply/bring-up.js'
+import {type ActiveSession, type UpDeps, type UpRequest, underway} from '../apply/bring-up.js'
 import {amendSession} from '../apply/book-store.js'
 import {stepFor} from '../apply/steps/registry.js'
 import {tearDown} from '../apply/tear-down.js'
@@ -90,9 +90,12 @@ export async function launchSession(
  * change without them); the container's steps run in the session's journal after its devices and before the GPU-wide
  * settings. 'build-needed': the image is missing, and nothing was changed.
  */
-export async function upBeside(prepare: () => Promise<PreparedContainer | 'build-needed'>, request: UpRequest, deps: UpDeps): Promise<ActiveSession | 'build-needed'> {
-  const up = await beginUp(request, deps)
-  try {
+export async function upBeside(
+  prepare: () => Promise<PreparedContainer | 'build-needed'>,
+  request: UpRequest,
+  deps: UpDeps,
+): Promise<ActiveSession | 'build-needed'> {
+  return await underway(request, deps, async (up) => {
     const preparing = prepare()
     preparing.catch(() => undefined) // awaited below; unobserved only when the GPU side fails first
     await up.read()
@@ -105,12 +108,7 @@ export async function upBeside(prepare: () => Promise<PreparedContainer | 'build
     await up.runSteps(containerSteps(prepared.options, impls)(up.session, up.live))
     await up.setGpuWide()
     return up.activate()
-  } catch (error) {
-    await up.undo(error)
-    throw error
-  } finally {
-    await up.end()
-  }
+  })
 }
 
 /**

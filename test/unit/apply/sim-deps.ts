@@ -6,7 +6,7 @@
 import {hostname} from 'node:os'
 import {join} from 'node:path'
 
-import {type ActiveSession, beginUp, type UpDeps, type UpRequest} from '../../../src/apply/bring-up.js'
+import {type ActiveSession, type UpDeps, type UpRequest, underway} from '../../../src/apply/bring-up.js'
 import {resolveStateDir} from '../../../src/apply/state-dir.js'
 import {sessionSteps} from '../../../src/container/session-steps.js'
 import type {Executor} from '../../../src/core/executor.js'
@@ -63,8 +63,7 @@ export function gpuPicture(sim: Sim, gpu = 0): unknown {
  * container's engine, image and key): the moment a concurrent command can slip in with this up's locks held.
  */
 export async function bringUpPausing(request: UpRequest, deps: UpDeps, meanwhile: () => Promise<void>): Promise<ActiveSession> {
-  const up = await beginUp(request, deps)
-  try {
+  return await underway(request, deps, async (up) => {
     await up.read()
     await up.plan()
     await meanwhile()
@@ -72,10 +71,5 @@ export async function bringUpPausing(request: UpRequest, deps: UpDeps, meanwhile
     await up.makeDevices()
     await up.setGpuWide()
     return up.activate()
-  } catch (error) {
-    await up.undo(error)
-    throw error
-  } finally {
-    await up.end()
-  }
+  })
 }
