@@ -153,7 +153,10 @@ export async function upSession(call: CallContext, request: RequestOf<'up'>, io:
  * and the owner's quota.
  */
 async function fairShareOf(call: CallContext, request: RequestOf<'up'>) {
-  const [{quotaFor, sessionTtlMs, sessionPolicyOf}, {groupNamesOf}] = await Promise.all([import('../apply/session-policy.js'), import('../core/user-groups.js')])
+  const [{quotaFor, sessionTtlMs, sessionPolicyOf}, {groupNamesOf}] = await Promise.all([
+    import('../apply/session-policy.js'),
+    import('../core/user-groups.js'),
+  ])
   const config = call.box
   const user = call.caller
   return {
