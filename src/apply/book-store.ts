@@ -66,6 +66,20 @@ export function listReadableSessions(stateDir: string, trust: StatePolicy): {ses
   return {sessions: scan.books.flatMap(({book}) => sessionsIn(book)), damaged: scan.damaged, readable: new Set(scan.books.map(({book}) => book.gpu.uuid))}
 }
 
+/**
+ * The session names the readable books record (but the book of `except`, which its caller holds open), and how many
+ * books are damaged (one may record any name); null when the books cannot be read at all.
+ */
+export function recordedNames(stateDir: string, trust: StatePolicy, except?: string): {names: Set<string>; damaged: number} | null {
+  try {
+    const scan = scanBooks(stateDir, trust, {skipCorrupt: true})
+    const names = new Set(scan.books.filter(({book}) => book.gpu.uuid !== except).flatMap(({book}) => Object.keys(book.sessions)))
+    return {names, damaged: scan.damaged.length}
+  } catch {
+    return null
+  }
+}
+
 /** Every session in every GPU book. */
 export function listSessions(stateDir: string, trust: StatePolicy): SessionLocation[] {
   return listBooks(stateDir, trust).flatMap(({book}) => sessionsIn(book))
@@ -137,30 +151,26 @@ export async function withBook<T>(
   )
 }
 
-/** Several GPUs' books, open under their locks (openBooks). */
-export type OpenBooks = {
+/** Several GPUs' books open under their locks, until the caller closes or releases them (openBooks). */
+export type HeldBooks = {
   /** the books opened, in the order the GPUs were given (a GPU left out is not among them) */
   readonly opens: readonly OpenBook[]
   /** leaveOutUnreadable: the GPUs whose book or GPU could not be read, and why; their locks are let go already */
   readonly leftOut: readonly {readonly gpu: {readonly uuid: string; readonly name: string; readonly index?: number}; readonly reason: string}[]
   /** Closes these books now, as at the end, and lets go of their locks: GPUs the caller has seen and will not change. */
   letGo(opens: readonly OpenBook[]): Promise<void>
-}
-
-export type WithBooksOptions = {
-  readonly optionsFor?: (gpu: {readonly uuid: string}) => WithBookOptions
-  /** a GPU whose book is damaged or whose read fails is left out (OpenBooks.leftOut) rather than failing the call */
-  readonly leaveOutUnreadable?: boolean
-  /** ends a wait for a lock (Ctrl-C) */
-  readonly signal?: AbortSignal
-}
-
-/** Several GPUs' books open under their locks, until the caller closes them (openBooks). */
-export type HeldBooks = OpenBooks & {
   /** Success: the books still open closed as at the end of any change (closeBook), then every lock let go of. */
   close(): Promise<void>
   /** Every lock let go of, the books as they are (after a failure: what was undone is saved already). Idempotent. */
   release(): Promise<void>
+}
+
+export type OpenBooksOptions = {
+  readonly optionsFor?: (gpu: {readonly uuid: string}) => WithBookOptions
+  /** a GPU whose book is damaged or whose read fails is left out (HeldBooks.leftOut) rather than failing the call */
+  readonly leaveOutUnreadable?: boolean
+  /** ends a wait for a lock (Ctrl-C) */
+  readonly signal?: AbortSignal
 }
 
 /**
@@ -173,7 +183,7 @@ export type HeldBooks = OpenBooks & {
 export async function openBooks(
   deps: BookStoreDeps,
   gpus: readonly {readonly uuid: string; readonly name: string; readonly index?: number}[],
-  {optionsFor = () => ({}), leaveOutUnreadable = false, signal}: WithBooksOptions = {},
+  {optionsFor = () => ({}), leaveOutUnreadable = false, signal}: OpenBooksOptions = {},
 ): Promise<HeldBooks> {
   const ordered = [...gpus].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
   const taken: (TakenLock | null)[] = []
@@ -295,18 +305,12 @@ async function openBook(
  */
 function releaseVoidClaims(stateDir: string, trust: StatePolicy, names: readonly string[], book: GpuBook): void {
   if (names.length === 0) return
-  let recorded: Set<string>
-  try {
-    const scan = scanBooks(stateDir, trust, {skipCorrupt: true})
-    if (scan.damaged.length > 0) return
-    recorded = new Set(scan.books.filter((b) => b.book.gpu.uuid !== book.gpu.uuid).flatMap((b) => Object.keys(b.book.sessions)))
-  } catch {
-    return
-  }
+  const recorded = recordedNames(stateDir, trust, book.gpu.uuid)
+  if (recorded === null || recorded.damaged > 0) return
   const claims = readClaims(stateDir, trust)
   for (const name of names) {
     const claim = claims.find((c) => c.name === name)
-    if (claim && !(name in book.sessions) && !recorded.has(name) && diedOnThisHost(claim)) releaseName(stateDir, name)
+    if (claim && !(name in book.sessions) && !recorded.names.has(name) && diedOnThisHost(claim)) releaseName(stateDir, name)
   }
 }
 

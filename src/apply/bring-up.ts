@@ -12,7 +12,7 @@ import {placeRanks} from '../plan/plan-ranks.js'
 import type {GpuWideRequest, Objective, Plan, PlanBasis} from '../plan/types.js'
 import type {PlanCalibration} from '../plan/measured-throughput.js'
 import {readCalibration} from './calibration-file.js'
-import {type BookStoreDeps, type HeldBooks, type OpenBook, openBooks, scanBooks} from './book-store.js'
+import {type BookStoreDeps, type HeldBooks, type OpenBook, openBooks, recordedNames} from './book-store.js'
 import {type BookedRecord, type Cancellation, markActive, runSteps, unwindRecords} from './journal.js'
 import {deviceOfRank, type GpuBook, heldSettings, migSlotsOf, newSessionBase, type SessionRecord} from './gpu-book.js'
 import {assertWithinQuota, holdingOf, slicesOf, withQuotaLock} from './quota-check.js'
@@ -141,13 +141,12 @@ function releaseUnlessRecorded(deps: BookStoreDeps, name: string): void {
   if (!recordsNamed(deps, name)) releaseName(deps.stateDir, name)
 }
 
-/** Whether any book holds a record of this name (a damaged book is no evidence either way; books not read: it may). */
+/**
+ * Whether any book holds a record of this name. A damaged book does not count: this up wrote only to books it read.
+ * Books that cannot be read at all: it may.
+ */
 function recordsNamed(deps: BookStoreDeps, name: string): boolean {
-  try {
-    return scanBooks(deps.stateDir, deps.trust, {skipCorrupt: true}).books.some(({book}) => name in book.sessions)
-  } catch {
-    return true
-  }
+  return recordedNames(deps.stateDir, deps.trust)?.names.has(name) ?? true
 }
 
 /** One GPU's share of the session: its book, the plan on it, and its ranks from firstRank on. */
