@@ -1,4 +1,4 @@
-import {mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -6,7 +6,7 @@ import {readCalibration, writeCalibration} from '../../../src/apply/calibration-
 import type {Calibration} from '../../../src/host/calibration.js'
 import {calibrationFile} from '../../../src/core/state-layout.js'
 import {thrown} from '../support/thrown.js'
-import {SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
+import {ENGINE_STATE_POLICY, SHARED_STATE_POLICY as SANDBOX} from '../../../src/core/state-policy.js'
 
 const CALIBRATION: Calibration = {
   version: 1,
@@ -31,6 +31,20 @@ describe('calibration files', () => {
     const file = writeCalibration(stateDir, CALIBRATION, SANDBOX)
     expect(file).toBe(join(stateDir, 'calibrations', 'h200_sxm-550.90.12.json'))
     expect(readCalibration(stateDir, 'h200_sxm', '550.90.12', SANDBOX)).toEqual({file, calibration: CALIBRATION})
+  })
+
+  // the engine plans a member's up with the calibration it reads: a member's file there must never move the plan
+  it('in the engine, refuses a calibration a member owns or a symlink planted in its place', () => {
+    const file = writeCalibration(stateDir, CALIBRATION, SANDBOX)
+    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12', ENGINE_STATE_POLICY)?.calibration).toEqual(CALIBRATION)
+    chownSync(file, 1234, 1234)
+    expect(readCalibration(stateDir, 'h200_sxm', '550.90.12', SANDBOX)?.calibration).toEqual(CALIBRATION)
+    expect(thrown(() => readCalibration(stateDir, 'h200_sxm', '550.90.12', ENGINE_STATE_POLICY)).code).toBe('UNSAFE_STATE_FILE')
+    rmSync(file)
+    const planted = join(stateDir, 'planted.json')
+    writeFileSync(planted, JSON.stringify(CALIBRATION))
+    symlinkSync(planted, file)
+    expect(thrown(() => readCalibration(stateDir, 'h200_sxm', '550.90.12', ENGINE_STATE_POLICY)).code).toBe('UNSAFE_STATE_FILE')
   })
 
   it('finds nothing when the model was never calibrated', () => {
